@@ -1,0 +1,56 @@
+"""Serializer fields for the contract's output rules (CONTRACT §1)."""
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+@extend_schema_field({"type": "string", "nullable": True})
+class BlankAsNullCharField(serializers.CharField):
+    """A value that was never set is `null`, not `""`."""
+
+    def to_representation(self, value):
+        return value if value not in (None, "") else None
+
+
+@extend_schema_field({"type": "string", "format": "uri", "nullable": True})
+class AbsoluteImageField(serializers.Field):
+    """An image's absolute URL, or `null`. `source` may name several fields, first one set wins.
+
+    Renditions fall back to the upload until the resized copy exists.
+    """
+
+    def __init__(self, *fields: str, **kwargs):
+        self.image_fields = fields
+        kwargs.setdefault("read_only", True)
+        kwargs["source"] = "*"
+        super().__init__(**kwargs)
+
+    def to_representation(self, instance):
+        for name in self.image_fields:
+            image = getattr(instance, name, None)
+            if image:
+                request = self.context.get("request")
+                return request.build_absolute_uri(image.url) if request else image.url
+        return None
+
+
+@extend_schema_field(OpenApiTypes.INT32)
+class Int32Field(serializers.IntegerField):
+    pass
+
+
+class OriginalImageSerializer(serializers.Serializer):
+    def __init__(self, image_field: str, **kwargs):
+        self.image_field = image_field
+        super().__init__(source="*", read_only=True, **kwargs)
+
+    original = serializers.SerializerMethodField()
+
+    @extend_schema_field({"type": "string", "format": "uri", "nullable": True})
+    def get_original(self, instance):
+        image = getattr(instance, self.image_field)
+        if not image:
+            return None
+        request = self.context.get("request")
+        return request.build_absolute_uri(image.url) if request else image.url

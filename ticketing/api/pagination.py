@@ -1,0 +1,101 @@
+"""One pagination for every list: `page`/`per_page` in, `count/total/page/per_page` out."""
+
+from django.core.paginator import EmptyPage
+from django.core.paginator import Paginator as DjangoPaginator
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
+
+from .exceptions import InvalidParameters
+
+INT32_MAX = 2**31 - 1
+DEFAULT_PER_PAGE = 10
+MAX_PER_PAGE = 100
+
+
+def _positive_int(request, name: str, default: int, maximum: int) -> int:
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidParameters(
+            f"Parameter '{name}' must be a whole number.",
+            fields={name: ["Must be a whole number."]},
+        ) from None
+    if not 1 <= value <= maximum:
+        raise InvalidParameters(
+            f"Parameter '{name}' must be between 1 and {maximum}.",
+            fields={name: [f"Must be between 1 and {maximum}."]},
+        )
+    return value
+
+
+class PagePagination(BasePagination):
+    """Counts with one query and reads one page with another, whatever the page size.
+
+    The items key is the view's `items_key` ("tickets", "events", ...). A page past the end is
+    an empty list, not an error (CONTRACT §6).
+    """
+
+    def paginate_queryset(self, queryset, request, view=None):
+        self.page_number = _positive_int(request, "page", 1, INT32_MAX)
+        self.per_page = _positive_int(request, "per_page", DEFAULT_PER_PAGE, MAX_PER_PAGE)
+        self.items_key = getattr(view, "items_key", "results")
+        paginator = DjangoPaginator(queryset, self.per_page, allow_empty_first_page=True)
+        self.total = paginator.count
+        try:
+            items = list(paginator.page(self.page_number).object_list)
+        except EmptyPage:
+            items = []
+        self.count = len(items)
+        return items
+
+    def get_paginated_response(self, data):
+        return Response(
+            {
+                "success": True,
+                self.items_key: data,
+                "count": self.count,
+                "total": self.total,
+                "page": self.page_number,
+                "per_page": self.per_page,
+            }
+        )
+
+    def get_paginated_response_schema(self, schema):
+        return {
+            "type": "object",
+            "required": ["success", "count", "total", "page", "per_page"],
+            "properties": {
+                "success": {"type": "boolean", "example": True},
+                "count": {"type": "integer", "format": "int32"},
+                "total": {"type": "integer", "format": "int32"},
+                "page": {"type": "integer", "format": "int32"},
+                "per_page": {"type": "integer", "format": "int32"},
+            },
+        }
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {
+                "name": "page",
+                "in": "query",
+                "required": False,
+                "schema": {"type": "integer", "format": "int32", "minimum": 1, "default": 1},
+                "description": "Page number, from 1. A page past the end is empty.",
+            },
+            {
+                "name": "per_page",
+                "in": "query",
+                "required": False,
+                "schema": {
+                    "type": "integer",
+                    "format": "int32",
+                    "minimum": 1,
+                    "maximum": MAX_PER_PAGE,
+                    "default": DEFAULT_PER_PAGE,
+                },
+                "description": "Items per page.",
+            },
+        ]

@@ -1,0 +1,125 @@
+"""The access rules of CONTRACT §3, in its order; the first failed check wins.
+
+Views declare one class. Organizer-scoped classes resolve the path's organizer once and leave it
+on `request.organizer` (and the membership on `request.membership`) for the view's selectors.
+"""
+
+from django.db.models import Exists, OuterRef
+from rest_framework.permissions import BasePermission
+
+from organizers.models import Membership, Organizer
+
+from .caller import caller_of
+from .exceptions import (
+    ApplicationNotOwned,
+    InsufficientScope,
+    NotFound,
+    NotOrganizerMember,
+    OrganizerMismatch,
+    UserTokenRequired,
+)
+
+
+class HasValidToken(BasePermission):
+    """Any valid token (step 1). The default for every API view."""
+
+    def has_permission(self, request, view) -> bool:
+        caller_of(request)
+        return True
+
+
+class AllowAnyone(BasePermission):
+    """No token needed (`/info`)."""
+
+    def has_permission(self, request, view) -> bool:
+        return True
+
+
+class UserToken(BasePermission):
+    """A user token with scope `public` (steps 1–3): `/me`."""
+
+    def has_permission(self, request, view) -> bool:
+        caller = caller_of(request)
+        if not caller.is_user_token:
+            raise UserTokenRequired()
+        if not caller.has_scope("public"):
+            raise InsufficientScope("public")
+        return True
+
+
+def _organizer_from_path(request, view, *, with_membership_of=None) -> Organizer:
+    """Step 4: the path's organizer, with the caller's membership in the same query."""
+    organizer_id = view.kwargs.get("organizer_id")
+    queryset = Organizer.objects.filter(id=organizer_id)
+    if with_membership_of is not None:
+        queryset = queryset.annotate(
+            caller_role=Membership.objects.filter(
+                organizer=OuterRef("pk"), user=with_membership_of
+            ).values("role")[:1],
+            caller_is_member=Exists(
+                Membership.objects.filter(organizer=OuterRef("pk"), user=with_membership_of)
+            ),
+        )
+    organizer = queryset.first()
+    if organizer is None:
+        raise NotFound("Organizer not found.")
+    request.organizer = organizer
+    return organizer
+
+
+def _check_application_owner(caller, organizer: Organizer) -> None:
+    """Steps 5 and 6: tokens issued through another organizer's application."""
+    owner_id = caller.application.organizer_id
+    if owner_id is None or owner_id == organizer.id:
+        if owner_id is None and not caller.is_user_token:
+            # A platform application acts for users, never as an organizer by itself.
+            raise ApplicationNotOwned()
+        return
+    if caller.is_user_token:
+        raise OrganizerMismatch()
+    raise ApplicationNotOwned()
+
+
+class UserOrganizerResource(BasePermission):
+    """The user's own tickets and orders of one organizer (`/organizers/{o}/tickets|orders`)."""
+
+    def has_permission(self, request, view) -> bool:
+        UserToken().has_permission(request, view)
+        organizer = _organizer_from_path(request, view)
+        _check_application_owner(caller_of(request), organizer)
+        return True
+
+
+class OrganizerResource(BasePermission):
+    """Every `/organizers/{o}/events...` path: an application token of the organizer, or a
+    user token with scope `organizer` whose user is a member (steps 1, 3–7).
+    """
+
+    requires_user_token = False
+
+    def has_permission(self, request, view) -> bool:
+        caller = caller_of(request)
+        if self.requires_user_token and not caller.is_user_token:
+            raise UserTokenRequired()
+        if caller.is_user_token:
+            if not caller.has_scope("organizer"):
+                raise InsufficientScope("organizer")
+            organizer = _organizer_from_path(request, view, with_membership_of=caller.user)
+        else:
+            if not caller.has_scope("public"):
+                raise InsufficientScope("public")
+            organizer = _organizer_from_path(request, view)
+        _check_application_owner(caller, organizer)
+        if caller.is_user_token:
+            if not organizer.caller_is_member:
+                raise NotOrganizerMember()
+            request.membership_role = organizer.caller_role
+        else:
+            request.membership_role = None
+        return True
+
+
+class OrganizerUserResource(OrganizerResource):
+    """Organizer resources that only a person may change (ticket creation: step 2)."""
+
+    requires_user_token = True

@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("oauth/", include("oauth_setup.urls")),
+    path("api/public/", include("ticketing.api.urls")),
+]
+
+handler400 = "ticketing.api.exception_handler.bad_request"
+handler404 = "ticketing.api.exception_handler.not_found"
+handler500 = "ticketing.api.exception_handler.server_error"

@@ -1,0 +1,161 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Lower, Upper
+
+
+class Ticket(models.Model):
+    """One admission. Its status moves active → used → active (renew) and active → revoked."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active", "Active"
+        USED = "used", "Used"
+        REVOKED = "revoked", "Revoked"
+
+    class Kind(models.TextChoices):
+        NORMAL = "normal", "Normal"
+        EXTERNAL = "external", "External"
+        COMPLIMENTARY = "complimentary", "Complimentary"
+
+    event = models.ForeignKey("events.Event", on_delete=models.PROTECT, related_name="tickets")
+    order = models.ForeignKey("orders.Order", on_delete=models.PROTECT, related_name="tickets")
+    ticket_type = models.ForeignKey(
+        "events.TicketType", on_delete=models.PROTECT, related_name="tickets"
+    )
+    holder = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        blank=True,
+        null=True,
+        related_name="tickets",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.NORMAL)
+    firstname = models.CharField(max_length=150, blank=True)
+    lastname = models.CharField(max_length=150, blank=True)
+    email = models.EmailField(blank=True)
+    phone = models.CharField(max_length=32, blank=True, help_text="E.164")
+    reference_code = models.CharField(max_length=32)
+    external_id = models.CharField(max_length=64, blank=True, null=True)
+    nfc_uid = models.CharField(max_length=64, blank=True, null=True)
+    issued_via_api = models.BooleanField(default=False, editable=False)
+    revoke_note = models.TextField(blank=True, null=True)
+    used_at = models.DateTimeField(blank=True, null=True)
+    registered_at = models.DateTimeField(blank=True, null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["event", "reference_code"], name="ticket_unique_reference_code"
+            ),
+            models.UniqueConstraint(
+                fields=["event", "external_id"],
+                condition=Q(external_id__isnull=False),
+                name="ticket_unique_external_id",
+            ),
+            models.UniqueConstraint(
+                fields=["event", "nfc_uid"],
+                condition=Q(nfc_uid__isnull=False),
+                name="ticket_unique_nfc_uid",
+            ),
+            # Lookups ignore case, so codes are stored upper-case and the index stays exact.
+            models.CheckConstraint(
+                condition=Q(reference_code=Upper("reference_code")),
+                name="ticket_reference_code_upper",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="used") & Q(used_at__isnull=False))
+                | (~Q(status="used") & Q(used_at__isnull=True)),
+                name="ticket_used_iff_used_at",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["event", "id"], name="ticket_event_id_idx"),
+            models.Index(fields=["event", "status", "id"], name="ticket_event_status_idx"),
+            models.Index(fields=["event", "updated_at", "id"], name="ticket_event_updated_idx"),
+            models.Index(fields=["event", "ticket_type", "id"], name="ticket_event_type_idx"),
+            models.Index(Lower("email"), name="ticket_email_lower_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.reference_code
+
+    @property
+    def holder_name(self) -> str:
+        return f"{self.firstname} {self.lastname}".strip()
+
+
+class TicketCheckIn(models.Model):
+    """A check-in type currently admitted on a ticket (multi check-in events).
+
+    The unique pair is what makes "each type succeeds once per ticket" a database rule;
+    renewing a type deletes its row.
+    """
+
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="type_check_ins")
+    check_in_type = models.ForeignKey(
+        "events.CheckInType", on_delete=models.CASCADE, related_name="ticket_check_ins"
+    )
+    used_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["ticket", "check_in_type"], name="ticket_check_in_unique_type"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.ticket} @ {self.check_in_type.name}"
+
+
+class CheckInLog(models.Model):
+    """Audit row written by every check-in and renew, whoever made it."""
+
+    class Action(models.TextChoices):
+        CHECK_IN = "check_in", "Check-in"
+        RENEW = "renew", "Renew (undo check-in)"
+
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="check_in_logs")
+    check_in_type = models.ForeignKey(
+        "events.CheckInType", on_delete=models.SET_NULL, blank=True, null=True, related_name="+"
+    )
+    action = models.CharField(max_length=16, choices=Action.choices)
+    at = models.DateTimeField(help_text="Check-in time as the gate reported it.")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, blank=True, null=True, related_name="+"
+    )
+    actor_application = models.ForeignKey(
+        settings.OAUTH2_PROVIDER_APPLICATION_MODEL,
+        on_delete=models.SET_NULL,
+        blank=True,
+        null=True,
+        related_name="+",
+    )
+    nfc_uid = models.CharField(max_length=64, blank=True, null=True)
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["ticket", "created_at"], name="check_in_log_ticket_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.get_action_display()} {self.ticket} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class TicketFormAnswer(models.Model):
+    ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="form_answers")
+    field = models.ForeignKey("events.FormField", on_delete=models.CASCADE, related_name="+")
+    value = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["field__position", "field_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["ticket", "field"], name="ticket_answer_unique_field")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.value}"

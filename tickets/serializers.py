@@ -1,0 +1,80 @@
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from events.pricing import price_label, satangs_to_decimal_string
+from ticketing.api.fields import BlankAsNullCharField
+
+from .models import Ticket
+
+
+class FormAnswerSerializer(serializers.Serializer):
+    """`{"id": <form field id>, "label", "value"}`; reads answers prefetched with their field."""
+
+    id = serializers.IntegerField(source="field_id")
+    label = serializers.CharField(source="field.label")
+    value = serializers.CharField()
+
+
+class NestedTicketTypeSerializer(serializers.Serializer):
+    """The spec makes every field of the ticket's nested ticket type a string."""
+
+    id = serializers.CharField()
+    name = serializers.CharField()
+    price = serializers.SerializerMethodField()
+    price_satangs = serializers.SerializerMethodField()
+    kind = serializers.CharField()
+
+    def get_price(self, ticket_type) -> str:
+        return satangs_to_decimal_string(ticket_type.price)
+
+    def get_price_satangs(self, ticket_type) -> str:
+        return str(ticket_type.price)
+
+
+class TicketSerializer(serializers.ModelSerializer):
+    """The spec's Ticket. Needs `ticket_type` selected and `form_answers__field` prefetched."""
+
+    firstname = BlankAsNullCharField()
+    lastname = BlankAsNullCharField()
+    phone = BlankAsNullCharField()
+    email = BlankAsNullCharField()
+    external_id = BlankAsNullCharField()
+    revoke_note = BlankAsNullCharField()
+    ticket_type = NestedTicketTypeSerializer()
+    price_label = serializers.SerializerMethodField()
+    forms = FormAnswerSerializer(source="form_answers", many=True)
+
+    class Meta:
+        model = Ticket
+        fields = [
+            "id",
+            "order_id",
+            "event_id",
+            "status",
+            "firstname",
+            "lastname",
+            "phone",
+            "email",
+            "reference_code",
+            "kind",
+            "external_id",
+            "revoke_note",
+            "ticket_type",
+            "price_label",
+            "forms",
+            "created_at",
+            "updated_at",
+            "used_at",
+            "registered_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field({"type": "string", "example": "฿1,500.00"})
+    def get_price_label(self, ticket: Ticket) -> str:
+        ticket_type = ticket.ticket_type
+        return price_label(
+            price=ticket_type.price,
+            ticket_type_kind=ticket_type.kind,
+            pack_size=ticket_type.pack_size,
+            ticket_kind=ticket.kind,
+        )
