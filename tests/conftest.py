@@ -1,5 +1,6 @@
 """Fixtures shared by every test: real DOT tokens of every caller kind, and API clients."""
 
+import os
 import secrets
 from datetime import timedelta
 
@@ -18,25 +19,46 @@ from tests.factories import (
     UserFactory,
 )
 
+CHROMIUM = "/usr/bin/chromium"
+
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked `postgres` need row locks and real concurrency; SQLite cannot show them."""
-    if connection.vendor == "postgresql":
+    """Run what this machine can run; CI (REQUIRE_ALL_TESTS) must be able to run everything.
+
+    Tests marked `postgres` need row locks and real concurrency, which SQLite cannot show;
+    tests marked `browser` need Chromium.
+    """
+    missing = {}
+    if connection.vendor != "postgresql":
+        missing["postgres"] = "needs PostgreSQL: set DATABASE_URL (CI does)"
+    if not os.path.exists(CHROMIUM):
+        missing["browser"] = f"needs {CHROMIUM} (Debian package chromium; CI installs it)"
+    if not missing:
         return
-    skip = pytest.mark.skip(reason="needs PostgreSQL: set DATABASE_URL (CI does)")
+    if os.environ.get("REQUIRE_ALL_TESTS"):
+        raise pytest.UsageError("REQUIRE_ALL_TESTS is set but: " + "; ".join(missing.values()))
     for item in items:
-        if "postgres" in item.keywords:
-            item.add_marker(skip)
+        for marker, reason in missing.items():
+            if marker in item.keywords:
+                item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def _clear_cache():
+    from django.core.cache import cache
+
+    # Only this run's keys: Redis may be shared with other processes (or xdist workers).
+    if hasattr(cache, "delete_pattern"):
+        cache.delete_pattern("*")
+    else:
+        cache.clear()
 
 
 @pytest.fixture(autouse=True)
 def _isolated_cache():
     """Rate-limit counters live in the cache; each test starts with none."""
-    from django.core.cache import cache
-
-    cache.clear()
+    _clear_cache()
     yield
-    cache.clear()
+    _clear_cache()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """Test settings: fast hashing, mail kept in memory, deterministic storage."""
 
+import os
 import tempfile
 
 from .base import *  # noqa: F403
@@ -12,3 +13,7 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+if "KEY_PREFIX" in CACHES["default"]:  # noqa: F405
+    # Parallel test processes share one Redis; each keeps its own counters.
+    CACHES["default"]["KEY_PREFIX"] += "-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")  # noqa: F405
