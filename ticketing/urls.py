@@ -1,7 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from ticketing.health import healthz
+
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("oauth/", include("oauth_setup.urls")),
     path("api/public/", include("ticketing.api.urls")),

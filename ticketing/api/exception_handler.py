@@ -4,17 +4,30 @@
 """
 
 import logging
+import sys
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.core.exceptions import (
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError
+from django.http import Http404, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from .exceptions import ApplicationError, InsufficientScope, InvalidToken, ServiceUnavailable
+from .exceptions import (
+    ApplicationError,
+    InsufficientScope,
+    InvalidParameters,
+    InvalidToken,
+    ServiceUnavailable,
+)
 
 logger = logging.getLogger("ticketing.api")
 
@@ -78,6 +91,53 @@ def _request_sent_token(request) -> bool:
     )
 
 
+# SQLSTATEs of a conflict with a concurrent transaction: retrying soon is likely to succeed.
+_CONFLICT_SQLSTATES = {"40001", "40P01", "55P03"}  # serialization, deadlock, lock not available
+_TIMEOUT_SQLSTATE = "57014"  # statement timeout (query_canceled)
+
+
+def database_unavailable(exc: BaseException) -> ServiceUnavailable | None:
+    """The 503 for a database error that is an outage or a transient conflict, else None.
+
+    Connection refused or lost, a statement timeout and a serialization failure or deadlock
+    (after the service's own retry) say nothing about the request: the client should retry.
+    Any other database error is a bug and stays a logged 500.
+    """
+    if not isinstance(exc, OperationalError | InterfaceError):
+        return None
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    logger.warning("database unavailable: %s (sqlstate %s)", exc.__class__.__name__, sqlstate)
+    if sqlstate in _CONFLICT_SQLSTATES:
+        return ServiceUnavailable(
+            "The request conflicted with a concurrent one; try again.", retry_after=1
+        )
+    if sqlstate == _TIMEOUT_SQLSTATE:
+        return ServiceUnavailable("The database took too long to answer; try again shortly.")
+    return ServiceUnavailable()
+
+
+def hostile_input_error(exc: BaseException) -> InvalidParameters | None:
+    """The 400 for input that reached a layer below validation, else None.
+
+    Django refuses bodies over DATA_UPLOAD_MAX_MEMORY_SIZE and forms with too many fields;
+    `json` gives up on deeply nested documents with RecursionError (a body or a `q` filter);
+    PostgreSQL refuses a value its column cannot hold (a NUL byte in text, an integer out of
+    range) with DataError. Each is the caller's input, not our fault.
+    """
+    if isinstance(exc, RequestDataTooBig):
+        return InvalidParameters("The request body is too large.")
+    if isinstance(exc, TooManyFieldsSent | TooManyFilesSent):
+        return InvalidParameters("The request has too many fields.")
+    if isinstance(exc, RecursionError):
+        return InvalidParameters("The input is nested too deeply.")
+    if isinstance(exc, DataError):
+        logger.warning("input refused by the database: %s", exc.__cause__.__class__.__name__)
+        return InvalidParameters("A parameter holds a value that cannot be stored or searched.")
+    if isinstance(exc, SuspiciousOperation):
+        return InvalidParameters("Bad request.")
+    return None
+
+
 def api_exception_handler(exc, context):
     request = context.get("request")
 
@@ -88,9 +148,10 @@ def api_exception_handler(exc, context):
             headers=exc.headers,
         )
         set_rollback()
-    elif isinstance(exc, OperationalError | InterfaceError):
-        logger.warning("database unavailable: %s", exc.__class__.__name__)
-        return api_exception_handler(ServiceUnavailable(), context)
+    elif (unavailable := database_unavailable(exc)) is not None:
+        return api_exception_handler(unavailable, context)
+    elif (invalid := hostile_input_error(exc)) is not None:
+        return api_exception_handler(invalid, context)
     elif isinstance(exc, DatabaseError):
         return None  # a bug, not an outage: a logged 500 without details
     else:
@@ -138,6 +199,22 @@ def bad_request(request, exception=None):
 
 
 def server_error(request):
+    """Django-level 500: an exception no view handled (middleware, token lookup, a bug).
+
+    Django calls this inside its `except` block, so the exception is at hand: a database
+    outage raised outside a DRF view is still a 503 with Retry-After, never a 500.
+    """
+    unavailable = database_unavailable(sys.exc_info()[1])
+    if unavailable is not None:
+        if _is_api(request) or request.path == "/healthz":
+            response = JsonResponse(error_body(unavailable.code, unavailable.message), status=503)
+        else:
+            response = HttpResponse(
+                unavailable.message, status=503, content_type="text/plain; charset=utf-8"
+            )
+        for name, value in unavailable.headers.items():
+            response[name] = value
+        return response
     if _is_api(request):
         return JsonResponse(
             error_body("server_error", "Something went wrong on our side; it has been logged."),

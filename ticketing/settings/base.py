@@ -46,6 +46,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every response (redirects and errors of later middleware too) carries the id.
+    "ticketing.middleware.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -223,16 +225,27 @@ OAUTH2_PROVIDER = {
 # --- Logging --------------------------------------------------------------------------------
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+# `json` (production's default): one object per line on stdout, with the request id.
+LOG_FORMAT = env_str("LOG_FORMAT", "plain")
+if LOG_FORMAT not in ("plain", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be plain or json, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"scrub_tokens": {"()": "ticketing.logging.ScrubTokensFilter"}},
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {
+        "scrub_tokens": {"()": "ticketing.logging.ScrubTokensFilter"},
+        "request_id": {"()": "ticketing.middleware.RequestIdFilter"},
+    },
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "ticketing.log_format.JsonFormatter"},
+    },
     "handlers": {
         "console": {
             "class": "logging.StreamHandler",
-            "formatter": "plain",
-            "filters": ["scrub_tokens"],
+            "stream": "ext://sys.stdout",
+            "formatter": LOG_FORMAT,
+            "filters": ["scrub_tokens", "request_id"],
         }
     },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},

@@ -1,0 +1,14 @@
+#!/bin/sh
+# Production-like run on one machine: migrate, collect the admin's static files, start gunicorn.
+# Reads DATABASE_URL, REDIS_URL, SECRET_KEY, ALLOWED_HOSTS, PORT, WEB_CONCURRENCY from the
+# environment (see deploy/README.md). With several app servers, run the migrate step once per
+# release (the Procfile's `release` line) rather than on every server at the same time.
+set -eu
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python}"
+export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-ticketing.settings.production}"
+if [ "${SKIP_MIGRATE:-0}" != "1" ]; then
+    "$PYTHON" manage.py migrate --no-input
+fi
+"$PYTHON" manage.py collectstatic --no-input --verbosity 0
+exec "$PYTHON" -m gunicorn -c deploy/gunicorn.conf.py

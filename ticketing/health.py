@@ -1,0 +1,68 @@
+"""`GET /healthz` for load balancers: is this app server able to serve?
+
+It needs no token and costs one `SELECT 1` and one cache round trip. 200 when both answer; 503
+naming what failed otherwise, so a balancer takes the server out of rotation until it recovers.
+The cache is "not configured" when Django's in-process cache is in use (a single-process setup,
+where the rate limits need nothing else).
+"""
+
+import logging
+import uuid
+
+from django.core.cache import caches
+from django.core.cache.backends.locmem import LocMemCache
+from django.db import DatabaseError, connection
+from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_safe
+
+logger = logging.getLogger("ticketing.health")
+
+OK = "ok"
+UNAVAILABLE = "unavailable"
+NOT_CONFIGURED = "not configured"
+
+
+def database_status() -> str:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError as exc:
+        logger.warning("health check: database unavailable (%s)", exc.__class__.__name__)
+        # A broken connection must not be reused by the next request of this worker.
+        connection.close_if_unusable_or_obsolete()
+        return UNAVAILABLE
+    return OK
+
+
+def cache_status() -> str:
+    cache = caches["default"]
+    if isinstance(cache, LocMemCache):
+        return NOT_CONFIGURED
+    # django-redis is set to swallow errors (the rate limits fail open), so an outage shows up
+    # as a value that does not come back rather than as an exception.
+    key, value = f"healthz:{uuid.uuid4().hex}", uuid.uuid4().hex
+    try:
+        cache.set(key, value, timeout=10)
+        echoed = cache.get(key)
+        cache.delete(key)
+    except Exception as exc:  # any backend's failure means the same: not reachable
+        logger.warning("health check: cache unavailable (%s)", exc.__class__.__name__)
+        return UNAVAILABLE
+    if echoed != value:
+        logger.warning("health check: cache unavailable (value did not round-trip)")
+        return UNAVAILABLE
+    return OK
+
+
+@never_cache
+@require_safe
+def healthz(request):
+    database, cache_state = database_status(), cache_status()
+    healthy = database == OK and cache_state in (OK, NOT_CONFIGURED)
+    body = {"status": OK if healthy else UNAVAILABLE, "database": database, "cache": cache_state}
+    response = JsonResponse(body, status=200 if healthy else 503)
+    if not healthy:
+        response["Retry-After"] = "5"
+    return response
