@@ -1,0 +1,86 @@
+"""Domain errors of tickets, with the contract's codes (CONTRACT §2).
+
+A check-in, renew or invalidate rejection carries the ticket as it stands, so a gate can show
+who it is and when it was used. The body is rendered here, when the service raises inside its
+transaction, because that is when the locked row is known to be current; the exception handler
+then copies `extra["ticket"]` into the response like any other extra field. The instance stays on
+`exc.ticket` for callers that are not HTTP (the admin).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ticketing.api.exceptions import Conflict, Unprocessable
+
+if TYPE_CHECKING:
+    from .models import Ticket
+
+
+def ticket_body(ticket: Ticket) -> dict[str, Any]:
+    """The ticket as `TicketSerializer` renders it; needs no request (tickets have no images)."""
+    from .serializers import TicketSerializer
+
+    return TicketSerializer(ticket).data
+
+
+class _CarriesTicket:
+    """Mixin: `ticket=` is required and rendered into the error body."""
+
+    def __init__(self, message: str | None = None, *, ticket: Ticket, **extra: Any):
+        self.ticket = ticket
+        super().__init__(message, ticket=ticket_body(ticket), **extra)
+
+
+class QuotaExceeded(Unprocessable):
+    code = "quota_exceeded"
+    default_message = "This ticket type has no places left."
+
+
+class EventNotActive(Unprocessable):
+    code = "event_not_active"
+    default_message = "The event is not active."
+
+
+class EventNotActiveForTicket(_CarriesTicket, EventNotActive):
+    """The same rejection at a gate, where the body shows the ticket."""
+
+
+class TicketRevoked(_CarriesTicket, Unprocessable):
+    code = "ticket_revoked"
+    default_message = "This ticket has been revoked."
+
+
+class TicketAlreadyUsed(_CarriesTicket, Unprocessable):
+    code = "ticket_already_used"
+    default_message = "This ticket has already been checked in."
+
+
+class TicketNotUsed(_CarriesTicket, Unprocessable):
+    code = "ticket_not_used"
+    default_message = "This ticket has not been checked in."
+
+
+class OrderNotPaid(_CarriesTicket, Unprocessable):
+    code = "order_not_paid"
+    default_message = "The order of this ticket is not paid."
+
+
+class CheckInTypeRequired(_CarriesTicket, Unprocessable):
+    code = "check_in_type_required"
+    default_message = "This event has check-in types: send check_in_type_ids."
+
+
+class DuplicateExternalId(Conflict):
+    code = "duplicate_external_id"
+    default_message = "Another ticket of this event has this external_id."
+
+
+class DuplicateReferenceCode(Conflict):
+    code = "duplicate_reference_code"
+    default_message = "Another ticket of this event has this reference code."
+
+
+class DuplicateNfcUid(_CarriesTicket, Conflict):
+    code = "duplicate_nfc_uid"
+    default_message = "Another ticket of this event is bound to this NFC tag."
