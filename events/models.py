@@ -114,7 +114,7 @@ class TicketType(models.Model):
                 name="ticket_type_api_sold_within_quota",
             ),
             models.CheckConstraint(
-                condition=(Q(kind="pack") & Q(pack_size__gte=2))
+                condition=Q(kind="pack", pack_size__isnull=False, pack_size__gte=2)
                 | (~Q(kind="pack") & Q(pack_size__isnull=True)),
                 name="ticket_type_pack_size_only_for_packs",
             ),

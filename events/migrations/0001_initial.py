@@ -120,7 +120,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddConstraint(
             model_name='tickettype',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('kind', 'pack'), ('pack_size__gte', 2)), models.Q(models.Q(('kind', 'pack'), _negated=True), ('pack_size__isnull', True)), _connector='OR'), name='ticket_type_pack_size_only_for_packs'),
+            constraint=models.CheckConstraint(condition=models.Q(models.Q(('kind', 'pack'), ('pack_size__gte', 2), ('pack_size__isnull', False)), models.Q(models.Q(('kind', 'pack'), _negated=True), ('pack_size__isnull', True)), _connector='OR'), name='ticket_type_pack_size_only_for_packs'),
         ),
         migrations.AddConstraint(
             model_name='checkintype',
