@@ -1,7 +1,12 @@
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from ticketing.api.fields import AbsoluteImageField, OriginalImageSerializer
+from ticketing.api.fields import (
+    AbsoluteImageField,
+    BlankAsNullCharField,
+    OriginalImageSerializer,
+    SuccessField,
+)
 
 from .models import CheckInType, Event, TicketType
 
@@ -12,8 +17,11 @@ class EventSerializer(serializers.ModelSerializer):
     covers = OriginalImageSerializer("cover")
     poster = AbsoluteImageField("poster_resized", "poster")
     posters = OriginalImageSerializer("poster")
+    description = BlankAsNullCharField()
+    description_en = BlankAsNullCharField()
+    location_name = BlankAsNullCharField()
     display_icon = AbsoluteImageField("display_icon")
-    display_location_name = serializers.CharField()
+    display_location_name = BlankAsNullCharField()
 
     class Meta:
         model = Event
@@ -73,3 +81,16 @@ class CheckInTypeSerializer(serializers.ModelSerializer):
     @extend_schema_field({"type": "array", "items": {"type": "integer", "format": "int32"}})
     def get_ticket_type_ids(self, check_in_type) -> list[int]:
         return sorted(ticket_type.id for ticket_type in check_in_type.ticket_types.all())
+
+
+class EventDetailSerializer(serializers.Serializer):
+    """`{success, event, ticket_types}`: ticket types sit beside the event (the spec)."""
+
+    success = SuccessField()
+    event = EventSerializer()
+    ticket_types = TicketTypeSerializer(many=True)
+
+
+class CheckInTypesResponseSerializer(serializers.Serializer):
+    success = SuccessField()
+    check_in_types = CheckInTypeSerializer(many=True)

@@ -2,7 +2,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from events.pricing import price_label, satangs_to_decimal_string
-from ticketing.api.fields import BlankAsNullCharField
+from ticketing.api.fields import BlankAsNullCharField, SuccessField
 
 from .models import Ticket
 
@@ -78,3 +78,10 @@ class TicketSerializer(serializers.ModelSerializer):
             pack_size=ticket_type.pack_size,
             ticket_kind=ticket.kind,
         )
+
+
+class TicketResponseSerializer(serializers.Serializer):
+    """`{success, ticket}` (search)."""
+
+    success = SuccessField()
+    ticket = TicketSerializer()

@@ -54,3 +54,15 @@ class OriginalImageSerializer(serializers.Serializer):
             return None
         request = self.context.get("request")
         return request.build_absolute_uri(image.url) if request else image.url
+
+
+@extend_schema_field({"type": "boolean", "enum": [True]})
+class SuccessField(serializers.Field):
+    """`"success": true` of every success body; required in the schema."""
+
+    def __init__(self, **kwargs):
+        kwargs.update(source="*", read_only=True)
+        super().__init__(**kwargs)
+
+    def to_representation(self, value) -> bool:
+        return True

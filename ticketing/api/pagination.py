@@ -64,13 +64,24 @@ class PagePagination(BasePagination):
         )
 
     def get_paginated_response_schema(self, schema):
+        # The schema generator sets `items_key` from the view (it builds this without one).
+        items_key = getattr(self, "items_key", "results")
         return {
             "type": "object",
-            "required": ["success", "count", "total", "page", "per_page"],
+            "required": ["success", items_key, "count", "total", "page", "per_page"],
             "properties": {
-                "success": {"type": "boolean", "example": True},
-                "count": {"type": "integer", "format": "int32"},
-                "total": {"type": "integer", "format": "int32"},
+                "success": {"type": "boolean", "enum": [True]},
+                items_key: schema,
+                "count": {
+                    "type": "integer",
+                    "format": "int32",
+                    "description": "Items in this page.",
+                },
+                "total": {
+                    "type": "integer",
+                    "format": "int32",
+                    "description": "Items matching the query, over all pages.",
+                },
                 "page": {"type": "integer", "format": "int32"},
                 "per_page": {"type": "integer", "format": "int32"},
             },

@@ -176,7 +176,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "ticketing.api.pagination.PagePagination",
     "DEFAULT_THROTTLE_CLASSES": ["ticketing.api.throttling.TokenRateThrottle"],
     "EXCEPTION_HANDLER": "ticketing.api.exception_handler.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "ticketing.api.openapi.ApiAutoSchema",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "iso-8601",
     "COERCE_DECIMAL_TO_STRING": True,
@@ -189,6 +189,22 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api/public",
     "COMPONENT_SPLIT_REQUEST": True,
+    "PREPROCESSING_HOOKS": ["ticketing.api.openapi.public_api_only"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "ticketing.api.openapi.int32_integers",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "EventStatusEnum": "events.models.Event.Status",
+        "TicketStatusEnum": "tickets.models.Ticket.Status",
+        "TicketKindEnum": "tickets.models.Ticket.Kind",
+        "TicketTypeStatusEnum": ["on_sale", "hidden", "closed", "sold_out"],
+        "OrderStatusEnum": "orders.models.Order.Status",
+        "SuccessTrueEnum": [(True, True)],
+        "SuccessFalseEnum": [(False, False)],
+    },
+    "SERVE_AUTHENTICATION": [],
+    "SERVE_PERMISSIONS": ["ticketing.api.permissions.AllowAnyone"],
 }
 
 # Requests per minute per token on every API endpoint but /me (CONTRACT §9).

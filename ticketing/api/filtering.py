@@ -1,0 +1,320 @@
+"""List parameters shared by every list endpoint, on django-filter (CONTRACT §6).
+
+- `order_by` / `order`: one of the endpoint's fields, `asc|desc`; ties break on `id` in the same
+  direction; `null`s last ascending and first descending.
+- `q`: a JSON object is a set of exact-match filters on the endpoint's listed keys (unknown keys
+  are a 400); any other text is a case-insensitive contains-search over the endpoint's fields.
+- Comma lists (`status=active,used`), int32 ids and ISO 8601 times that reject what they cannot
+  read.
+
+Every invalid value fails the filter form, which `DjangoFilterBackend` turns into a DRF
+`ValidationError`: a 400 `invalid_parameters` whose `fields` names the parameter. Each filter also
+carries the OpenAPI schema of its parameter, so the document says exactly what is accepted.
+"""
+
+import json
+from collections.abc import Callable, Iterable
+from datetime import UTC
+
+from django import forms
+from django.db.models import F, Q, QuerySet
+from django_filters import rest_framework as filters
+from django_filters.fields import IsoDateTimeField
+from drf_spectacular.extensions import OpenApiFilterExtension
+from drf_spectacular.plumbing import build_parameter_type
+from drf_spectacular.utils import OpenApiParameter
+
+INT32_MAX = 2**31 - 1
+DEFAULT_ORDER_BY = "id"
+ORDER_CHOICES = ("asc", "desc")
+
+# Search text is matched with LIKE; longer input cannot match any column we search.
+MAX_SEARCH_LENGTH = 200
+
+
+def int32_form_field(*, min_value: int = 1) -> forms.IntegerField:
+    return forms.IntegerField(min_value=min_value, max_value=INT32_MAX)
+
+
+class ApiDateTimeField(IsoDateTimeField):
+    """ISO 8601 with an offset or `Z`; a naive time is read in the site zone (CONTRACT §1).
+
+    Times that cannot be expressed in UTC (year 9999 with a negative offset) are a 400 here
+    rather than an overflow in the database adapter.
+    """
+
+    def clean(self, value):
+        value = super().clean(value)
+        if value is None:
+            return None
+        try:
+            value.astimezone(UTC)
+        except OverflowError:
+            raise forms.ValidationError("This time is out of range.", code="invalid") from None
+        return value
+
+
+class CommaChoiceField(forms.Field):
+    """`active,used` → `["active", "used"]`; every item must be one of `choices`."""
+
+    def __init__(self, *, choices: Iterable[str], **kwargs):
+        self.valid_choices = tuple(choices)
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        value = super().clean(value)
+        if value in (None, ""):
+            return None
+        items = [item.strip() for item in str(value).split(",")]
+        if any(not item for item in items):
+            raise forms.ValidationError("Empty item in the comma-separated list.", code="invalid")
+        unknown = [item for item in items if item not in self.valid_choices]
+        if unknown:
+            raise forms.ValidationError(
+                f"Unknown value '{unknown[0]}'. Allowed: {', '.join(self.valid_choices)}.",
+                code="invalid_choice",
+            )
+        return list(dict.fromkeys(items))
+
+
+class SearchText(str):
+    """A `q` that is plain text: a contains-search, not exact filters."""
+
+
+class QueryField(forms.CharField):
+    """Parses `q`: a JSON object of exact filters, or search text (CONTRACT §6)."""
+
+    def __init__(self, *, exact_fields: dict[str, forms.Field], **kwargs):
+        kwargs.setdefault("max_length", MAX_SEARCH_LENGTH)
+        self.exact_fields = exact_fields
+        super().__init__(**kwargs)
+
+    def clean(self, value):
+        text = super().clean(value)
+        if not text:
+            return None
+        if not text.startswith("{"):
+            return SearchText(text)
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            raise forms.ValidationError("Not a valid JSON object.", code="invalid") from None
+        if not isinstance(data, dict):
+            raise forms.ValidationError("Not a valid JSON object.", code="invalid")
+        allowed = ", ".join(self.exact_fields)
+        cleaned = {}
+        for key, raw in data.items():
+            field = self.exact_fields.get(key)
+            if field is None:
+                raise forms.ValidationError(
+                    f"Unknown filter key '{key}'. Allowed: {allowed}.", code="invalid"
+                )
+            if raw is None or isinstance(raw, bool | dict | list | float):
+                raise forms.ValidationError(
+                    f"Filter '{key}' takes a single string or integer.", code="invalid"
+                )
+            try:
+                cleaned[key] = field.clean(str(raw))
+            except forms.ValidationError as exc:
+                raise forms.ValidationError(
+                    f"Filter '{key}': {exc.messages[0]}", code="invalid"
+                ) from None
+        return cleaned
+
+
+class ApiFilter(filters.Filter):
+    """A filter that documents its own parameter: `schema` (OpenAPI) and `description`."""
+
+    param_schema: dict = {"type": "string"}
+    param_style: str | None = None
+    param_explode: bool | None = None
+
+    def __init__(self, *args, description: str = "", schema: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.description = description
+        if schema is not None:
+            self.param_schema = schema
+
+
+class Int32Filter(ApiFilter):
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, min_value: int = 1, **kwargs):
+        kwargs.setdefault(
+            "schema",
+            {"type": "integer", "format": "int32", "minimum": min_value, "maximum": INT32_MAX},
+        )
+        super().__init__(*args, min_value=min_value, max_value=INT32_MAX, **kwargs)
+
+
+class TextFilter(ApiFilter):
+    field_class = forms.CharField
+
+    def __init__(self, *args, max_length: int = MAX_SEARCH_LENGTH, **kwargs):
+        kwargs.setdefault("schema", {"type": "string", "maxLength": max_length})
+        super().__init__(*args, max_length=max_length, **kwargs)
+
+
+class DateTimeFilter(ApiFilter):
+    field_class = ApiDateTimeField
+    param_schema = {"type": "string", "format": "date-time"}
+
+
+class CommaChoiceFilter(ApiFilter):
+    """`status=active,used`; `to_q` maps the chosen values to a condition (default `__in`)."""
+
+    field_class = CommaChoiceField
+    param_style = "form"
+    param_explode = False
+
+    def __init__(
+        self,
+        *args,
+        choices: Iterable[str],
+        to_q: Callable[[list[str]], Q] | None = None,
+        **kwargs,
+    ):
+        choices = tuple(choices)
+        kwargs.setdefault("schema", {"type": "array", "items": {"type": "string", "enum": choices}})
+        super().__init__(*args, choices=choices, **kwargs)
+        self.to_q = to_q
+
+    def filter(self, qs, value):
+        if not value:
+            return qs
+        if self.to_q is not None:
+            return qs.filter(self.to_q(value))
+        return qs.filter(**{f"{self.field_name}__in": value})
+
+
+class QueryFilter(ApiFilter):
+    """`q`: exact filters from a JSON object, or a contains-search over `search_fields`.
+
+    `exact_fields` maps each allowed JSON key to the form field that validates its value;
+    `exact_q` may map a key to a function building its condition (default: `key=value`).
+    """
+
+    field_class = QueryField
+
+    def __init__(
+        self,
+        *,
+        search_fields: Iterable[str],
+        exact_fields: dict[str, forms.Field],
+        exact_q: dict[str, Callable[[object], Q]] | None = None,
+        **kwargs,
+    ):
+        self.search_fields = tuple(search_fields)
+        self.exact_q = exact_q or {}
+        keys = ", ".join(exact_fields)
+        kwargs.setdefault(
+            "description",
+            "Search text (case-insensitive, contained in any of: "
+            f"{', '.join(self.search_fields)}), or a JSON object of exact filters with keys "
+            f'{keys}, e.g. {{"{next(iter(exact_fields))}": ...}}.',
+        )
+        kwargs.setdefault("schema", {"type": "string", "maxLength": MAX_SEARCH_LENGTH})
+        super().__init__(field_name="q", exact_fields=exact_fields, **kwargs)
+
+    def filter(self, qs, value):
+        if value is None or value == "":
+            return qs
+        if isinstance(value, SearchText):
+            condition = Q()
+            for name in self.search_fields:
+                condition |= Q(**{f"{name}__icontains": value})
+            return qs.filter(condition)
+        for key, item in value.items():
+            build = self.exact_q.get(key)
+            qs = qs.filter(build(item) if build else Q(**{key: item}))
+        return qs
+
+
+class _ParameterOnly(ApiFilter):
+    """Read by `ApiFilterSet.filter_queryset` once every filter has run."""
+
+    field_class = forms.ChoiceField
+
+    def filter(self, qs, value):
+        return qs
+
+
+class OrderByFilter(_ParameterOnly):
+    def __init__(self, *, fields: Iterable[str], **kwargs):
+        self.fields = tuple(fields)
+        kwargs.setdefault(
+            "schema", {"type": "string", "enum": list(self.fields), "default": DEFAULT_ORDER_BY}
+        )
+        kwargs.setdefault("description", "Sort key; ties break on id in the same direction.")
+        super().__init__(choices=[(f, f) for f in self.fields], **kwargs)
+
+
+class OrderFilter(_ParameterOnly):
+    def __init__(self, **kwargs):
+        kwargs.setdefault(
+            "schema", {"type": "string", "enum": list(ORDER_CHOICES), "default": "asc"}
+        )
+        kwargs.setdefault(
+            "description", "Sort direction. Empty values sort last ascending, first descending."
+        )
+        super().__init__(choices=[(o, o) for o in ORDER_CHOICES], **kwargs)
+
+
+def order_queryset(queryset: QuerySet, *, order_by: str, descending: bool) -> QuerySet:
+    """Deterministic order: the key, then `id` the same way; nulls last asc, first desc."""
+    nullable = queryset.model._meta.get_field(order_by).null
+    key = F(order_by)
+    if descending:
+        ordering = [key.desc(nulls_first=True) if nullable else key.desc()]
+    else:
+        ordering = [key.asc(nulls_last=True) if nullable else key.asc()]
+    if order_by != "id":
+        ordering.append(F("id").desc() if descending else F("id").asc())
+    return queryset.order_by(*ordering)
+
+
+class ApiFilterSet(filters.FilterSet):
+    """Runs the filters, then orders by `order_by`/`order` (declared on every list filter)."""
+
+    def filter_queryset(self, queryset):
+        queryset = super().filter_queryset(queryset)
+        data = self.form.cleaned_data
+        return order_queryset(
+            queryset,
+            order_by=data.get("order_by") or DEFAULT_ORDER_BY,
+            descending=data.get("order") == "desc",
+        )
+
+
+class ApiFilterBackend(filters.DjangoFilterBackend):
+    """django-filter's backend; invalid parameters raise a DRF `ValidationError` (400)."""
+
+    raise_exception = True
+
+
+class ApiFilterBackendExtension(OpenApiFilterExtension):
+    """Documents each parameter with the schema its filter declares (types, enums, defaults)."""
+
+    target_class = ApiFilterBackend
+    priority = 1
+
+    def get_schema_operation_parameters(self, auto_schema, *args, **kwargs):
+        filterset_class = getattr(auto_schema.view, "filterset_class", None)
+        if filterset_class is None:
+            return []
+        parameters = []
+        for name, filter_field in filterset_class.base_filters.items():
+            if not isinstance(filter_field, ApiFilter):
+                raise TypeError(f"{filterset_class.__name__}.{name} must be an ApiFilter.")
+            parameters.append(
+                build_parameter_type(
+                    name=name,
+                    schema=dict(filter_field.param_schema),
+                    location=OpenApiParameter.QUERY,
+                    required=False,
+                    description=filter_field.description or None,
+                    style=filter_field.param_style,
+                    explode=filter_field.param_explode,
+                )
+            )
+        return parameters
