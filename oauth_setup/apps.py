@@ -4,3 +4,10 @@ from django.apps import AppConfig
 class OauthSetupConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"
     name = "oauth_setup"
+
+    def ready(self):
+        # Access logs (runserver, gunicorn) carry the query string, and with it any
+        # `access_token=` a client sent there; they bypass settings.LOGGING's handler.
+        from ticketing.logging import install_token_scrubbing
+
+        install_token_scrubbing()

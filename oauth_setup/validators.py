@@ -21,3 +21,16 @@ class TicketingOAuth2Validator(OAuth2Validator):
         super().save_bearer_token(token, request, *args, **kwargs)
         # oauthlib serialises this same dict as the response body; the spec adds `created_at`.
         token["created_at"] = int(timezone.now().timestamp())
+
+    def validate_bearer_token(self, token, scopes, request):
+        # DOT accepts the tokens of a deactivated account until they expire; a person
+        # switched off in the admin must lose API access at once.
+        if not super().validate_bearer_token(token, scopes, request):
+            return False
+        user = request.access_token.user
+        return user is None or user.is_active
+
+    def validate_refresh_token(self, refresh_token, client, request, *args, **kwargs):
+        if not super().validate_refresh_token(refresh_token, client, request, *args, **kwargs):
+            return False
+        return request.user is None or request.user.is_active
