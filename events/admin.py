@@ -1,0 +1,259 @@
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import Prefetch, Sum
+from django.utils.translation import ngettext
+
+from ticketing.admin_scoping import (
+    EventFilter,
+    OrganizerFilter,
+    OrganizerScopedAdmin,
+    OrganizerScopedInline,
+    can_manage,
+)
+from ticketing.api.exceptions import ApplicationError
+
+from .models import CheckInType, Event, FormField, TicketType
+from .pricing import format_baht
+from .services import (
+    TICKET_TYPE_SETTINGS,
+    CapacityBelowSold,
+    event_end,
+    event_publish,
+    ticket_type_check_capacity,
+    ticket_type_create,
+    ticket_type_update,
+)
+
+
+def capacity_text(ticket_type: TicketType) -> str:
+    left = max(ticket_type.quantity - ticket_type.sold_count, 0)
+    return f"{ticket_type.sold_count} / {ticket_type.quantity} sold · {left} left"
+
+
+def api_capacity_text(ticket_type: TicketType) -> str:
+    if ticket_type.api_quota is None:
+        return f"{ticket_type.api_sold_count} issued via API · no separate API limit"
+    left = max(
+        min(
+            ticket_type.api_quota - ticket_type.api_sold_count,
+            ticket_type.quantity - ticket_type.sold_count,
+        ),
+        0,
+    )
+    return f"{ticket_type.api_sold_count} / {ticket_type.api_quota} via API · {left} left"
+
+
+class TicketTypeForm(forms.ModelForm):
+    """Quota edits are checked against the counters here, for a message beside the field;
+    `ticket_type_update` checks again under a row lock when saving."""
+
+    class Meta:
+        model = TicketType
+        fields = sorted(TICKET_TYPE_SETTINGS)
+
+    def clean(self):
+        cleaned = super().clean()
+        if self.instance.pk is None:
+            return cleaned
+        try:
+            ticket_type_check_capacity(
+                ticket_type=self.instance,
+                quantity=cleaned.get("quantity"),
+                api_quota=cleaned.get("api_quota"),
+            )
+        except CapacityBelowSold as exc:
+            self.add_error(exc.field, exc.message)
+        return cleaned
+
+
+class TicketTypeInline(OrganizerScopedInline, admin.TabularInline):
+    model = TicketType
+    form = TicketTypeForm
+    parent_organizer_path = "organizer"
+    extra = 0
+    fields = [
+        "name",
+        "price",
+        "kind",
+        "pack_size",
+        "quantity",
+        "api_quota",
+        "status",
+        "position",
+        "capacity",
+        "api_capacity",
+    ]
+    readonly_fields = ["capacity", "api_capacity"]
+
+    @admin.display(description="sold / quantity")
+    def capacity(self, obj):
+        return capacity_text(obj) if obj.pk else "—"
+
+    @admin.display(description="API-issued / API quota")
+    def api_capacity(self, obj):
+        return api_capacity_text(obj) if obj.pk else "—"
+
+
+class CheckInTypeInline(OrganizerScopedInline, admin.TabularInline):
+    model = CheckInType
+    parent_organizer_path = "organizer"
+    extra = 0
+    fields = ["name", "position", "ticket_types"]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related(
+                Prefetch("ticket_types", queryset=TicketType.objects.select_related("event"))
+            )
+        )
+
+    def get_formset(self, request, obj=None, **kwargs):
+        formset = super().get_formset(request, obj, **kwargs)
+        field = formset.form.base_fields.get("ticket_types")
+        if field is not None:
+            # Only this event's ticket types; a new event has none yet.
+            field.queryset = (
+                TicketType.objects.filter(event=obj) if obj else TicketType.objects.none()
+            )
+            field.label_from_instance = lambda ticket_type: ticket_type.name
+        return formset
+
+
+class FormFieldInline(OrganizerScopedInline, admin.TabularInline):
+    model = FormField
+    parent_organizer_path = "organizer"
+    extra = 0
+    fields = ["label", "applies_to", "required", "position"]
+
+
+@admin.register(Event)
+class EventAdmin(OrganizerScopedAdmin):
+    list_display = [
+        "title",
+        "organizer",
+        "status",
+        "shown_as",
+        "start_at",
+        "end_at",
+        "sold",
+    ]
+    list_filter = ["status", OrganizerFilter]
+    list_select_related = ["organizer"]
+    search_fields = ["title", "location_name"]
+    ordering = ["-start_at", "-id"]
+    inlines = [TicketTypeInline, CheckInTypeInline, FormFieldInline]
+    actions = ["publish", "end_now"]
+    fieldsets = [
+        (None, {"fields": ["organizer", "title", "status", "shown_as"]}),
+        ("When and where", {"fields": ["start_at", "end_at", "location_name", "location_address"]}),
+        ("Description", {"fields": ["description", "description_en"]}),
+        ("Images", {"fields": ["cover", "poster", "display_icon"], "classes": ["collapse"]}),
+    ]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                sold_total=Sum("ticket_types__sold_count"),
+                quantity_total=Sum("ticket_types__quantity"),
+            )
+        )
+
+    def get_readonly_fields(self, request, obj=None):
+        # Status moves only through the actions (and `end_events`); an event never changes
+        # organizer, since its tickets and orders belong to that organizer's books.
+        readonly = ["status", "shown_as"]
+        if obj is not None:
+            readonly.append("organizer")
+        return readonly
+
+    @admin.display(description="shown as")
+    def shown_as(self, obj):
+        return obj.effective_status if obj.pk else "—"
+
+    @admin.display(description="sold / quantity")
+    def sold(self, obj):
+        return f"{obj.sold_total or 0} / {obj.quantity_total or 0}"
+
+    def save_formset(self, request, form, formset, change):
+        if formset.model is not TicketType:
+            return super().save_formset(request, form, formset, change)
+        # Ticket types go through the services so the sale counters are never written from a
+        # stale form, and the quota rule is checked again under the row lock.
+        formset.save(commit=False)
+        for obj in formset.deleted_objects:
+            obj.delete()
+        for obj in formset.new_objects:
+            created = ticket_type_create(
+                event=form.instance,
+                **{name: getattr(obj, name) for name in TICKET_TYPE_SETTINGS},
+            )
+            obj.pk = created.pk
+        for obj, changed in formset.changed_objects:
+            changes = {name: getattr(obj, name) for name in changed if name in TICKET_TYPE_SETTINGS}
+            try:
+                ticket_type_update(ticket_type_id=obj.pk, **changes)
+            except ApplicationError as exc:
+                self.message_user(request, f"{obj.name}: {exc.message}", messages.ERROR)
+
+    def _status_action(self, request, queryset, service, done_text):
+        done, failures = 0, []
+        for event in queryset:
+            if not can_manage(request, event.organizer_id):
+                failures.append(f"{event.title}: you may not manage this organizer's events")
+                continue
+            try:
+                service(event_id=event.pk)
+            except ApplicationError as exc:
+                failures.append(exc.message)
+            else:
+                done += 1
+        self.report(request, done=done, done_message=done_text(done), failures=failures)
+
+    @admin.action(description="Publish (draft → active)", permissions=["manage"])
+    def publish(self, request, queryset):
+        self._status_action(
+            request,
+            queryset,
+            event_publish,
+            lambda n: ngettext("Published %d event.", "Published %d events.", n) % n,
+        )
+
+    @admin.action(description="End now (active → ended)", permissions=["manage"])
+    def end_now(self, request, queryset):
+        self._status_action(
+            request,
+            queryset,
+            event_end,
+            lambda n: ngettext("Ended %d event.", "Ended %d events.", n) % n,
+        )
+
+
+@admin.register(TicketType)
+class TicketTypeAdmin(OrganizerScopedAdmin):
+    """An overview across events; ticket types are edited on their event's page."""
+
+    allow_add = False
+    allow_change = False
+    allow_delete = False
+    list_display = ["name", "event", "price_display", "status", "capacity", "api_capacity"]
+    list_filter = ["status", EventFilter]
+    list_select_related = ["event"]
+    search_fields = ["name", "event__title"]
+    ordering = ["event", "position", "id"]
+    show_full_result_count = False
+
+    @admin.display(description="price")
+    def price_display(self, obj):
+        return format_baht(obj.price)
+
+    @admin.display(description="sold / quantity")
+    def capacity(self, obj):
+        return capacity_text(obj)
+
+    @admin.display(description="API-issued / API quota")
+    def api_capacity(self, obj):
+        return api_capacity_text(obj)

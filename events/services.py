@@ -1,0 +1,142 @@
+"""Writes on events and ticket types that the admin and the operators' commands share."""
+
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ticketing.api.exceptions import Unprocessable
+
+from .models import Event, TicketType
+
+
+class CapacityBelowSold(Unprocessable):
+    """A quantity or API quota lower than the tickets that already hold a place."""
+
+    code = "capacity_below_sold"
+
+    def __init__(self, message: str, *, field: str):
+        super().__init__(message, fields={field: [message]})
+        self.field = field
+
+
+class EventStatusConflict(Unprocessable):
+    code = "event_status_conflict"
+
+
+# Settings an organizer may change; the counters (`sold_count`, `api_sold_count`) are only
+# moved by the ticket services' conditional UPDATEs and never written from here.
+TICKET_TYPE_SETTINGS = frozenset(
+    {"name", "price", "kind", "pack_size", "quantity", "api_quota", "status", "position"}
+)
+
+
+def ticket_type_check_capacity(
+    *, ticket_type: TicketType, quantity: int | None, api_quota: int | None
+) -> None:
+    """Check new limits against the ticket type's counters as loaded.
+
+    Revoked tickets free their place, so only non-revoked tickets count (the counters).
+
+    Raises: CapacityBelowSold.
+    """
+    if quantity is not None and quantity < ticket_type.sold_count:
+        raise CapacityBelowSold(
+            f"Quantity cannot be lower than the {ticket_type.sold_count} tickets already sold "
+            f"of '{ticket_type.name}'. Revoke tickets first to lower it.",
+            field="quantity",
+        )
+    if api_quota is not None and api_quota < ticket_type.api_sold_count:
+        raise CapacityBelowSold(
+            f"API quota cannot be lower than the {ticket_type.api_sold_count} tickets already "
+            f"issued through the API for '{ticket_type.name}'.",
+            field="api_quota",
+        )
+
+
+def _check_settings(changes: dict[str, Any]) -> None:
+    unknown = set(changes) - TICKET_TYPE_SETTINGS
+    assert not unknown, f"not ticket type settings: {sorted(unknown)}"
+
+
+@transaction.atomic
+def ticket_type_create(*, event: Event, **settings: Any) -> TicketType:
+    """Add a ticket type to an event; it starts with nothing sold."""
+    _check_settings(settings)
+    ticket_type = TicketType(event=event, **settings)
+    ticket_type.full_clean(exclude=["event"])
+    ticket_type.save()
+    return ticket_type
+
+
+@transaction.atomic
+def ticket_type_update(*, ticket_type_id: int, **changes: Any) -> TicketType:
+    """Change a ticket type's settings; its limits never go below what is already sold.
+
+    Only the named settings are written, so a sale counted meanwhile is never overwritten.
+
+    Locks: the ticket type row until commit, so a sale waits and then sees the new limits
+    (the counters' check constraints are the backstop).
+    Raises: TicketType.DoesNotExist, CapacityBelowSold.
+    """
+    _check_settings(changes)
+    ticket_type = TicketType.objects.select_for_update(of=("self",)).get(pk=ticket_type_id)
+    ticket_type_check_capacity(
+        ticket_type=ticket_type,
+        quantity=changes.get("quantity", ticket_type.quantity),
+        api_quota=changes.get("api_quota", ticket_type.api_quota),
+    )
+    if not changes:
+        return ticket_type
+    for name, value in changes.items():
+        setattr(ticket_type, name, value)
+    ticket_type.save(update_fields=[*changes, "updated_at"])
+    return ticket_type
+
+
+@transaction.atomic
+def event_publish(*, event_id: int) -> Event:
+    """Put a draft event on sale (draft → active).
+
+    Raises: EventStatusConflict when the event is not a draft.
+    """
+    changed = Event.objects.filter(pk=event_id, status=Event.Status.DRAFT).update(
+        status=Event.Status.ACTIVE, updated_at=timezone.now()
+    )
+    event = Event.objects.get(pk=event_id)
+    if not changed:
+        raise EventStatusConflict(
+            f"'{event.title}' is {event.get_status_display().lower()}, not a draft."
+        )
+    return event
+
+
+@transaction.atomic
+def event_end(*, event_id: int) -> Event:
+    """End an active event now (active → ended): no more sales or check-ins.
+
+    Raises: EventStatusConflict when the event is not active.
+    """
+    changed = Event.objects.filter(pk=event_id, status=Event.Status.ACTIVE).update(
+        status=Event.Status.ENDED, updated_at=timezone.now()
+    )
+    event = Event.objects.get(pk=event_id)
+    if not changed:
+        raise EventStatusConflict(
+            f"'{event.title}' is {event.get_status_display().lower()}, not active."
+        )
+    return event
+
+
+def event_end_past(*, now: datetime | None = None) -> int:
+    """Mark every active event whose end has passed as ended; returns how many changed.
+
+    One conditional UPDATE, so it is idempotent and safe to run from cron, also twice at
+    once: an event already ended no longer matches. Uses the same boundary as
+    `Event.effective_status` (`end_at <= now`).
+    """
+    now = now or timezone.now()
+    return Event.objects.filter(status=Event.Status.ACTIVE, end_at__lte=now).update(
+        status=Event.Status.ENDED, updated_at=now
+    )
