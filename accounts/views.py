@@ -13,23 +13,14 @@ from ticketing.api.throttling import UserRateThrottle
 from .selectors import service_version
 from .serializers import UserSerializer
 
-# The contract's error body (CONTRACT §2), for the responses each operation documents.
-ERROR_BODY = {
-    "type": "object",
-    "required": ["success", "error", "message"],
-    "properties": {
-        "success": {"type": "boolean", "enum": [False]},
-        "error": {"type": "string"},
-        "message": {"type": "string"},
-    },
-}
+# Bodies come from the shared error components (ticketing.api.openapi); these say when.
 ME_ERRORS = {
-    401: OpenApiResponse(ERROR_BODY, description="`invalid_token`: missing, expired or revoked."),
+    401: OpenApiResponse(description="`invalid_token`: missing, malformed, expired or revoked."),
     403: OpenApiResponse(
-        ERROR_BODY,
-        description="`user_token_required` (an application token) or `insufficient_scope`.",
+        description="`user_token_required` (an application token) or `insufficient_scope` "
+        "(no `public`)."
     ),
-    429: OpenApiResponse(ERROR_BODY, description="`rate_limited`; see `Retry-After`."),
+    429: OpenApiResponse(description="`rate_limited`: 10 a minute per user; see `Retry-After`."),
 }
 
 
