@@ -108,7 +108,7 @@ def test_order_search_and_pagination(platform_application):
     assert [o["name"] for o in desc["organizers"]] == ["Delta", "Charlie", "Bravo", "Alpha"]
     search = client.get("/api/public/organizers?q=LTA").json()
     assert [o["name"] for o in search["organizers"]] == ["Delta"]
-    exact = client.get('/api/public/organizers?q={"id": %d}' % organizers[2].id).json()
+    exact = client.get(f'/api/public/organizers?q={{"id": {organizers[2].id}}}').json()
     assert [o["name"] for o in exact["organizers"]] == ["Charlie"]
     by_role = client.get('/api/public/organizers?q={"role": "staff"}').json()
     assert by_role["organizers"] == []
