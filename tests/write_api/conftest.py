@@ -1,0 +1,65 @@
+"""Fixtures for the gate's write endpoints: URLs and a snapshot of everything they may change."""
+
+import pytest
+
+from events.models import TicketType
+from orders.models import Order
+from tests.conftest import TokenClient, mint_token
+from tests.factories import TicketFactory
+from tickets.models import CheckInLog, Ticket, TicketCheckIn
+
+
+def event_url(event) -> str:
+    return f"/api/public/organizers/{event.organizer_id}/events/{event.id}"
+
+
+def tickets_url(event) -> str:
+    return f"{event_url(event)}/tickets"
+
+
+def checkin_url(ticket) -> str:
+    return f"{tickets_url(ticket.event)}/{ticket.id}/checkin"
+
+
+def renew_url(ticket) -> str:
+    return f"{tickets_url(ticket.event)}/{ticket.id}/renew"
+
+
+def invalidate_url(event) -> str:
+    return f"{tickets_url(event)}/invalidate"
+
+
+def db_state(event) -> dict:
+    """Every row a gate or creation request could touch, to prove a rejection changed nothing."""
+    return {
+        "tickets": list(Ticket.objects.filter(event=event).order_by("pk").values()),
+        "orders": list(Order.objects.filter(event=event).order_by("pk").values()),
+        "counters": list(
+            TicketType.objects.filter(event=event)
+            .order_by("pk")
+            .values("pk", "sold_count", "api_sold_count")
+        ),
+        "type_check_ins": list(
+            TicketCheckIn.objects.filter(ticket__event=event).order_by("pk").values()
+        ),
+        "logs": list(CheckInLog.objects.filter(ticket__event=event).order_by("pk").values()),
+    }
+
+
+@pytest.fixture
+def ticket(event, ticket_type):
+    return TicketFactory(event=event, ticket_type=ticket_type, reference_code="GATE0001")
+
+
+@pytest.fixture
+def user_token(application, member) -> str:
+    return mint_token(application=application, user=member, scope="public organizer")
+
+
+@pytest.fixture
+def app_token(application) -> str:
+    return mint_token(application=application, scope="public")
+
+
+def client_for(token: str) -> TokenClient:
+    return TokenClient(token)

@@ -1,0 +1,159 @@
+"""Array inputs in every encoding of CONTRACT §1, through the field and through HTTP."""
+
+from urllib.parse import urlencode
+
+import pytest
+from django.http import QueryDict
+from rest_framework import serializers
+
+from tests.factories import CheckInTypeFactory
+from tickets.gate_views import IdListField
+from tickets.models import TicketCheckIn
+
+from .conftest import checkin_url, client_for
+
+
+class _Ids(serializers.Serializer):
+    ids = IdListField(required=False, allow_null=True, max_items=5)
+
+
+def _parse(data):
+    serializer = _Ids(data=data)
+    valid = serializer.is_valid()
+    return serializer.validated_data.get("ids") if valid else serializer.errors
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"ids": [1, 2]}, [1, 2]),
+        ({"ids": ["1", " 2 "]}, [1, 2]),
+        ({"ids": "1,2"}, [1, 2]),
+        ({"ids": " 1 , 2 ,"}, [1, 2]),
+        ({"ids": "[1,2]"}, [1, 2]),
+        ({"ids": '["1", 2]'}, [1, 2]),
+        ({"ids": 7}, [7]),
+        ({"ids": "7"}, [7]),
+        ({"ids": ""}, []),
+        ({"ids": []}, []),
+        ({"ids": "[]"}, []),
+        ({"ids": None}, None),
+        ({"ids": [3, 1, 3]}, [3, 1, 3]),  # order and repeats are the client's
+        ({"ids": [2147483647]}, [2147483647]),
+        (QueryDict("ids=1&ids=2"), [1, 2]),
+        (QueryDict("ids%5B%5D=1&ids%5B%5D=2"), [1, 2]),
+        (QueryDict("ids=1,2"), [1, 2]),
+        (QueryDict("ids=%5B1,2%5D"), [1, 2]),
+        (QueryDict("ids=1,2&ids=3"), [1, 2, 3]),
+    ],
+)
+def test_id_list_field_accepts_every_contract_encoding(data, expected):
+    assert _parse(data) == expected
+
+
+def test_id_list_field_absent_is_absent():
+    assert _parse({}) is None
+    assert _parse(QueryDict("other=1")) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([2147483648], "Ids are whole numbers from 1 to 2147483647."),
+        ("2147483648", "Ids are whole numbers from 1 to 2147483647."),
+        ([0], "Ids are whole numbers from 1 to 2147483647."),
+        ("-5", "Ids are whole numbers from 1 to 2147483647."),
+        ("9" * 30, 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ("1,abc", 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ("[1,", 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ('{"a": 1}', 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ("[[1]]", 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ([[1]], 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ([1.5], 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ([True], 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        (True, 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ({"a": 1}, 'Expected a list of ids: [1, 2], "1,2" or repeated keys.'),
+        ([1, 2, 3, 4, 5, 6], "At most 5 ids."),
+    ],
+)
+def test_id_list_field_rejects_garbage_and_ids_outside_int32(value, message):
+    assert _parse({"ids": value}) == {"ids": [message]}
+
+
+# --- Through HTTP: the gate accepts every encoding in every body type ------------------------
+
+
+@pytest.fixture
+def types(event):
+    return [CheckInTypeFactory(event=event, position=n) for n in (1, 2)]
+
+
+def _form(pairs) -> str:
+    return urlencode(pairs)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "encode",
+    ["json-array", "repeated", "rails", "comma", "json-in-form", "multipart", "json-string"],
+)
+def test_check_in_type_ids_every_encoding_admits_both_types(user_token, ticket, types, encode):
+    client = client_for(user_token)
+    a, b = (t.id for t in types)
+    url = checkin_url(ticket)
+    form = "application/x-www-form-urlencoded"
+    if encode == "json-array":
+        response = client.post(url, {"check_in_type_ids": [a, b]}, format="json")
+    elif encode == "json-string":
+        response = client.post(url, {"check_in_type_ids": f"{a},{b}"}, format="json")
+    elif encode == "repeated":
+        body = _form([("check_in_type_ids", a), ("check_in_type_ids", b)])
+        response = client.post(url, body, content_type=form)
+    elif encode == "rails":
+        body = _form([("check_in_type_ids[]", a), ("check_in_type_ids[]", b)])
+        response = client.post(url, body, content_type=form)
+    elif encode == "comma":
+        response = client.post(url, _form([("check_in_type_ids", f"{a},{b}")]), content_type=form)
+    elif encode == "json-in-form":
+        response = client.post(url, _form([("check_in_type_ids", f"[{a},{b}]")]), content_type=form)
+    else:
+        response = client.post(url, {"check_in_type_ids": [a, b]}, format="multipart")
+    assert response.status_code == 200, response.json()
+    assert [r["check_in_type_id"] for r in response.json()["check_in_results"]] == [a, b]
+    assert TicketCheckIn.objects.filter(ticket=ticket).count() == 2
+
+
+@pytest.mark.django_db
+def test_check_in_type_ids_outside_int32_is_400(user_token, ticket, types):
+    response = client_for(user_token).post(
+        checkin_url(ticket), {"check_in_type_ids": [types[0].id, 2**31]}, format="json"
+    )
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        "check_in_type_ids": ["Ids are whole numbers from 1 to 2147483647."]
+    }
+    assert TicketCheckIn.objects.count() == 0
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "body",
+    ["[1, 2]", '"just a string"', "null", "{bad json"],
+    ids=["array-body", "string-body", "null-body", "malformed"],
+)
+def test_check_in_non_object_json_body_is_400(user_token, ticket, body):
+    response = client_for(user_token).post(
+        checkin_url(ticket), body, content_type="application/json"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_parameters"
+    ticket.refresh_from_db()
+    assert ticket.status == "active"
+
+
+@pytest.mark.django_db
+def test_check_in_note_and_nfc_uid_length_limits(user_token, ticket):
+    client = client_for(user_token)
+    response = client.post(checkin_url(ticket), {"note": "n" * 1001, "nfc_uid": "x" * 65})
+    assert response.status_code == 400
+    assert set(response.json()["fields"]) == {"note", "nfc_uid"}
