@@ -1,0 +1,160 @@
+"""`POST /oauth/token` for applications, its rate limit, and DOT's revoke and introspect."""
+
+import base64
+
+import pytest
+from django.test import Client, override_settings
+from oauth2_provider.models import AccessToken
+
+from oauth_setup.models import Application
+from tests.conftest import TokenClient
+from tests.factories import ApplicationFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def client_credentials(application, *, secret="s3cret", **extra):
+    return Client().post(
+        "/oauth/token",
+        {
+            "grant_type": "client_credentials",
+            "client_id": application.client_id,
+            "client_secret": secret,
+            **extra,
+        },
+    )
+
+
+def test_client_credentials_token_response(application):
+    response = client_credentials(application)
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"access_token", "token_type", "expires_in", "scope", "created_at"}
+    assert (body["token_type"], body["expires_in"], body["scope"]) == ("Bearer", 7200, "public")
+    assert isinstance(body["created_at"], int)
+    token = AccessToken.objects.get(token=body["access_token"])
+    assert token.user is None and token.application == application
+    assert TokenClient(body["access_token"]).get("/api/public/organizers").status_code == 200
+
+
+def test_client_credentials_with_http_basic(application):
+    basic = base64.b64encode(f"{application.client_id}:s3cret".encode()).decode()
+    response = Client().post(
+        "/oauth/token",
+        {"grant_type": "client_credentials"},
+        HTTP_AUTHORIZATION=f"Basic {basic}",
+    )
+    assert response.status_code == 200
+    assert response.json()["scope"] == "public"
+
+
+def test_client_credentials_asking_public_explicitly(application):
+    assert client_credentials(application, scope="public").json()["scope"] == "public"
+
+
+@pytest.mark.parametrize("scope", ["organizer", "public organizer"])
+def test_client_credentials_with_organizer_scope_is_invalid_scope(application, scope):
+    response = client_credentials(application, scope=scope)
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_scope"
+    assert not AccessToken.objects.exists()
+
+
+def test_client_credentials_wrong_secret_is_invalid_client(application):
+    response = client_credentials(application, secret="guess")
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_client"
+
+
+def test_client_credentials_needs_the_grant_on_the_application(organizer):
+    app = ApplicationFactory(organizer=organizer, allow_client_credentials=False)
+    response = client_credentials(app)
+    assert response.status_code == 400
+    assert response.json()["error"] == "unauthorized_client"
+
+
+def test_client_credentials_only_application_cannot_authorize_users(organizer, member):
+    app = ApplicationFactory(
+        organizer=organizer,
+        authorization_grant_type=Application.GRANT_CLIENT_CREDENTIALS,
+        allow_client_credentials=False,
+    )
+    assert client_credentials(app).status_code == 200
+    client = Client()
+    client.force_login(member)
+    answer = client.get(
+        f"/oauth/authorize?client_id={app.client_id}&response_type=code"
+        "&redirect_uri=http://127.0.0.1:8765/callback"
+    )
+    assert answer.status_code == 302
+    assert "error=unauthorized_client" in answer["Location"]
+
+
+def test_unsupported_grant_and_get_method(application):
+    response = client_credentials(application, grant_type="magic")
+    assert response.status_code == 400
+    assert response.json()["error"] == "unsupported_grant_type"
+    assert Client().get("/oauth/token").status_code == 405
+
+
+@override_settings(TOKEN_RATE_LIMIT="3/m")
+def test_token_endpoint_is_limited_per_client_address(application):
+    statuses = [client_credentials(application, secret="guess").status_code for _ in range(3)]
+    assert statuses == [401, 401, 401]
+    limited = client_credentials(application)  # even with the right secret
+    assert limited.status_code == 429
+    assert limited.json() == {
+        "error": "rate_limited",
+        "error_description": (
+            f"Too many token requests from this address; try again in "
+            f"{limited['Retry-After']} seconds."
+        ),
+    }
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    # Another address has its own budget.
+    other = Client(REMOTE_ADDR="10.0.0.2").post(
+        "/oauth/token",
+        {
+            "grant_type": "client_credentials",
+            "client_id": application.client_id,
+            "client_secret": "s3cret",
+        },
+    )
+    assert other.status_code == 200
+
+
+def test_token_limit_default_is_thirty_a_minute(settings):
+    assert settings.TOKEN_RATE_LIMIT == "30/m"
+
+
+def test_revoke_token_ends_access(application):
+    token = client_credentials(application).json()["access_token"]
+    api = TokenClient(token)
+    assert api.get("/api/public/organizers").status_code == 200
+    revoked = Client().post(
+        "/oauth/revoke_token",
+        {"token": token, "client_id": application.client_id, "client_secret": "s3cret"},
+    )
+    assert revoked.status_code == 200
+    response = api.get("/api/public/organizers")
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_token"
+
+
+def test_introspect_with_client_credentials(application, other_application):
+    token = client_credentials(application).json()["access_token"]
+    basic = base64.b64encode(f"{application.client_id}:s3cret".encode()).decode()
+    response = Client().post(
+        "/oauth/introspect/", {"token": token}, HTTP_AUTHORIZATION=f"Basic {basic}"
+    )
+    assert response.status_code == 200
+    body = response.json()
+    assert body["active"] is True
+    assert body["scope"] == "public"
+    assert body["client_id"] == application.client_id
+    unknown = Client().post(
+        "/oauth/introspect", {"token": "nope"}, HTTP_AUTHORIZATION=f"Basic {basic}"
+    )
+    assert unknown.json() == {"active": False}
+    anonymous = Client().post("/oauth/introspect/", {"token": token})
+    assert anonymous.status_code == 403
