@@ -1,0 +1,147 @@
+"""Bench data, written through the ORM: one organizer, its gate tokens, one event of N tickets.
+
+Called after `setup_django()`. Tickets are bulk-inserted with the ticket type's capacity
+counter set to match, as the services would have left it.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+
+@dataclass
+class BenchData:
+    organizer_id: int
+    event_id: int
+    ticket_ids: list[int]
+    gate_tokens: list[str]  # one per client thread: half application, half member tokens
+    me_token: str  # a user token of one person, shared by every client (for /me)
+    me_user_id: int
+
+    def checkin_path(self, ticket_id: int) -> str:
+        return (
+            f"/api/public/organizers/{self.organizer_id}/events/{self.event_id}"
+            f"/tickets/{ticket_id}/checkin"
+        )
+
+    @property
+    def event_path(self) -> str:
+        return f"/api/public/organizers/{self.organizer_id}/events/{self.event_id}"
+
+
+def _mint(*, application, user=None, scope: str) -> str:
+    from django.utils import timezone
+    from oauth2_provider.models import AccessToken
+
+    raw = secrets.token_urlsafe(30)
+    AccessToken.objects.create(
+        token=raw,
+        application=application,
+        user=user,
+        scope=scope,
+        expires=timezone.now() + timedelta(hours=2),
+    )
+    return raw
+
+
+def seed(*, tickets: int, gates: int, label: str) -> BenchData:
+    from django.db import transaction
+    from django.utils import timezone
+
+    from accounts.models import User
+    from events.models import Event, TicketType
+    from oauth_setup.models import Application
+    from orders.models import Order
+    from organizers.models import Membership, Organizer
+    from tickets.models import Ticket
+
+    run = secrets.token_hex(4)
+    now = timezone.now()
+    with transaction.atomic():
+        organizer = Organizer.objects.create(name=f"Bench {label}", slug=f"bench-{label}-{run}")
+        application = Application.objects.create(
+            name=f"Bench gates {run}",
+            organizer=organizer,
+            client_type=Application.CLIENT_CONFIDENTIAL,
+            authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
+            allow_client_credentials=True,
+            redirect_uris="http://127.0.0.1:8765/callback",
+        )
+        event = Event.objects.create(
+            organizer=organizer,
+            title=f"Bench night {run}",
+            status=Event.Status.ACTIVE,
+            location_name="Bench Arena",
+            start_at=now + timedelta(hours=1),
+            end_at=now + timedelta(hours=6),
+        )
+        ticket_type = TicketType.objects.create(
+            event=event, name="Standing", price=150000, quantity=tickets, sold_count=tickets
+        )
+        orders = Order.objects.bulk_create(
+            Order(
+                event=event,
+                status=Order.Status.PAID,
+                paid_at=now,
+                buyer_firstname="Bench",
+                buyer_lastname=f"Buyer {n}",
+                buyer_email=f"buyer{n}@bench.example",
+            )
+            for n in range((tickets + 9) // 10)
+        )
+        created = Ticket.objects.bulk_create(
+            Ticket(
+                event=event,
+                order=orders[n // 10],
+                ticket_type=ticket_type,
+                firstname="Holder",
+                lastname=str(n),
+                email=f"holder{n}@bench.example",
+                phone="+66812345678",
+                reference_code=f"B{run.upper()}{n:06d}",
+            )
+            for n in range(tickets)
+        )
+        tokens = []
+        for gate in range(gates):
+            if gate % 2 == 0:
+                tokens.append(_mint(application=application, scope="public"))
+            else:
+                staff = User.objects.create(
+                    username=f"gate{gate}-{run}", email=f"gate{gate}-{run}@bench.example"
+                )
+                Membership.objects.create(user=staff, organizer=organizer, role="staff")
+                tokens.append(_mint(application=application, user=staff, scope="public organizer"))
+        person = User.objects.create(
+            username=f"me-{run}", full_name="Bench Person", email=f"me-{run}@bench.example"
+        )
+        me_token = _mint(application=application, user=person, scope="public")
+    return BenchData(
+        organizer_id=organizer.id,
+        event_id=event.id,
+        ticket_ids=[t.id for t in created],
+        gate_tokens=tokens,
+        me_token=me_token,
+        me_user_id=person.id,
+    )
+
+
+@dataclass
+class TicketState:
+    status: str
+    used_at: object
+    check_in_logs: int
+
+
+def ticket_states(ticket_ids: list[int]) -> dict[int, TicketState]:
+    """Status, used_at and the number of check-in audit rows of each ticket, in two queries."""
+    from django.db.models import Count, Q
+
+    from tickets.models import CheckInLog, Ticket
+
+    rows = Ticket.objects.filter(id__in=ticket_ids).annotate(
+        logs=Count("check_in_logs", filter=Q(check_in_logs__action=CheckInLog.Action.CHECK_IN))
+    )
+    return {t.id: TicketState(t.status, t.used_at, t.logs) for t in rows}

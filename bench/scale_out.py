@@ -1,0 +1,290 @@
+"""Scale-out: two gunicorn instances share one PostgreSQL and one Redis under gate traffic.
+
+8 client threads alternate between the two instances, checking in 2,000 distinct tickets and
+racing on 200 shared ones (every thread tries every shared ticket, in the same order, so the
+attempts overlap), with a burst of `GET /me` by one person in the middle. Afterwards, from the
+database:
+- every ticket was checked in exactly once: `used`, one check-in audit row;
+- every 200 is in the database, with the `used_at` the client was told, and in the audit log;
+- each shared ticket had exactly one 200, the other attempts 422 `ticket_already_used`;
+- the /me limit (10 a minute per user) held across both instances: exactly 10 of the burst
+  got through, the rest 429 `rate_limited` with Retry-After;
+- no 5xx, no answer that is not JSON.
+Prints requests/s and latency percentiles of the whole mixed load. Exits 1 if a check fails.
+
+    DATABASE_URL=postgres://... REDIS_URL=redis://... python bench/scale_out.py
+
+It creates its own database (`<DATABASE_URL's name>_scale_out`) and drops it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+import zlib
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import (
+    Gunicorn,
+    Reply,
+    call,
+    database_name,
+    database_url_named,
+    default_urls,
+    drop_database,
+    manage,
+    percentile,
+    recreate_database,
+    server_env,
+    setup_django,
+)
+
+ME_LIMIT = 10
+ME_PERIOD = 60
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--distinct", type=int, default=2000)
+    parser.add_argument("--shared", type=int, default=200)
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--ports", type=int, nargs=2, default=[8501, 8502])
+    parser.add_argument("--workers", type=int, default=None, help="per instance (default: cores)")
+    parser.add_argument("--me-calls", type=int, default=5, help="GET /me per client in the burst")
+    parser.add_argument("--keep-db", action="store_true")
+    args = parser.parse_args()
+
+    base_url, redis_url = default_urls()
+    if not redis_url:
+        raise SystemExit("Set REDIS_URL: the instances must share their rate-limit counters.")
+    db_url = database_url_named(base_url, f"{database_name(base_url)}_scale_out")
+    print(f"database {database_name(db_url)} (fresh), cache {redis_url}")
+    recreate_database(db_url)
+    env = server_env(
+        database_url=db_url,
+        redis_url=redis_url,
+        CACHE_KEY_PREFIX=f"bench-scale-{time.time_ns()}",
+    )
+    manage(env, "migrate", "--no-input")
+    setup_django(env)
+    from bench._data import seed, ticket_states
+
+    data = seed(tickets=args.distinct + args.shared, gates=args.clients, label="scale")
+    distinct, shared = data.ticket_ids[: args.distinct], data.ticket_ids[args.distinct :]
+
+    servers = [
+        Gunicorn(port, env, args.workers, name=f"scale{i}") for i, port in enumerate(args.ports)
+    ]
+    try:
+        for server in servers:
+            server.start()
+        for server in servers:
+            server.wait_ready()
+        print(
+            "instances: "
+            + ", ".join(f"127.0.0.1:{s.port} ({len(s.worker_pids())} workers)" for s in servers)
+        )
+        load = Load(data, distinct, shared, args.clients, args.ports, args.me_calls)
+        load.run()
+    finally:
+        for server in servers:
+            server.stop()
+
+    from django.db import connection
+
+    connection.close()
+    states = ticket_states(data.ticket_ids)
+    failures = verify(load, states, distinct, shared, data.me_user_id)
+    report(load, failures)
+    connection.close()
+    if not args.keep_db:
+        drop_database(db_url)
+    return 1 if failures else 0
+
+
+class Load:
+    """The clients: each works through its own list; the /me burst happens mid-way, together."""
+
+    def __init__(self, data, distinct, shared, clients, ports, me_calls):
+        self.data, self.ports, self.clients, self.me_calls = data, ports, clients, me_calls
+        self.plans = [_plan(distinct[i::clients], shared) for i in range(clients)]
+        self.checkins: list[tuple[int, Reply]] = []  # (ticket id, reply)
+        self.me: list[Reply] = []
+        self.lock = threading.Lock()
+        self.me_barrier = threading.Barrier(clients, action=self._avoid_window_edge)
+        self.elapsed = 0.0
+
+    def _avoid_window_edge(self) -> None:
+        """Start the burst well inside one rate-limit window, so exactly 10 may pass.
+
+        django-ratelimit's windows end at a per-key offset into each minute; this computes the
+        same edge for the person's key and waits out the few seconds before it if needed.
+        """
+        key = f"user:{self.data.me_user_id}".encode()
+        now = int(time.time())
+        edge = now - now % ME_PERIOD + zlib.crc32(key) % ME_PERIOD
+        if edge < now:
+            edge += ME_PERIOD
+        if edge - time.time() < 10:
+            time.sleep(max(0.0, edge - time.time()) + 1)
+
+    def run(self) -> None:
+        threads = [threading.Thread(target=self._client, args=(i,)) for i in range(self.clients)]
+        started = time.monotonic()
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.elapsed = time.monotonic() - started
+
+    def _client(self, index: int) -> None:
+        token = self.data.gate_tokens[index]
+        plan = self.plans[index]
+        burst_at = len(plan) // 3
+        for step, ticket_id in enumerate(plan):
+            if step == burst_at:
+                self._me_burst(index, step)
+            port = self.ports[(index + step) % len(self.ports)]
+            reply = call("POST", port, self.data.checkin_path(ticket_id), token=token, form={})
+            with self.lock:
+                self.checkins.append((ticket_id, reply))
+
+    def _me_burst(self, index: int, step: int) -> None:
+        self.me_barrier.wait()
+        for n in range(self.me_calls):
+            port = self.ports[(index + step + n) % len(self.ports)]
+            reply = call("GET", port, "/api/public/me", token=self.data.me_token)
+            with self.lock:
+                self.me.append(reply)
+
+
+def _plan(own: list[int], shared: list[int]) -> list[int]:
+    """The client's own tickets with the shared ones spread evenly among them, in one order."""
+    plan, total = [], len(own) + len(shared)
+    own_iter, shared_iter = iter(own), iter(shared)
+    placed_shared = 0
+    for position in range(total):
+        if placed_shared < len(shared) and position * len(shared) >= placed_shared * total:
+            plan.append(next(shared_iter))
+            placed_shared += 1
+        else:
+            plan.append(next(own_iter))
+    return plan
+
+
+def verify(load: Load, states, distinct, shared, me_user_id) -> list[str]:
+    failures: list[str] = []
+    by_ticket: dict[int, list[Reply]] = defaultdict(list)
+    for ticket_id, reply in load.checkins:
+        by_ticket[ticket_id].append(reply)
+    every = [reply for _, reply in load.checkins] + load.me
+
+    bad = [r for r in every if r.status >= 500 or r.status == 0 or not r.is_json]
+    if bad:
+        sample = bad[0]
+        failures.append(
+            f"{len(bad)} answers were 5xx, not JSON or missing; first: {sample.status} "
+            f"{sample.error or sample.raw!r}"
+        )
+
+    for ticket_id in distinct + shared:
+        state = states.get(ticket_id)
+        if state is None or state.status != "used" or state.used_at is None:
+            failures.append(f"ticket {ticket_id} is not used in the database: {state}")
+            continue
+        if state.check_in_logs != 1:
+            failures.append(f"ticket {ticket_id} has {state.check_in_logs} check-in audit rows")
+        oks = [r for r in by_ticket[ticket_id] if r.status == 200]
+        if len(oks) != 1:
+            failures.append(f"ticket {ticket_id} got {len(oks)} answers 200, not exactly 1")
+            continue
+        told = oks[0].body.get("ticket", {}).get("used_at") if oks[0].is_json else None
+        # The API may print fewer sub-second digits than the database keeps.
+        if told is None or abs((datetime.fromisoformat(told) - state.used_at).total_seconds()) >= 1:
+            failures.append(f"ticket {ticket_id}: client told used_at {told}, DB {state.used_at}")
+        others = [r for r in by_ticket[ticket_id] if r.status != 200]
+        wrong = [r for r in others if r.status != 422 or r.code != "ticket_already_used"]
+        if wrong:
+            failures.append(
+                f"ticket {ticket_id}: a losing attempt got {wrong[0].status} {wrong[0].code}"
+            )
+    for ticket_id in distinct:
+        if len(by_ticket[ticket_id]) != 1:
+            failures.append(f"distinct ticket {ticket_id} was tried {len(by_ticket[ticket_id])}x")
+
+    me_ok = [r for r in load.me if r.status == 200]
+    me_limited = [r for r in load.me if r.status == 429]
+    if len(me_ok) != ME_LIMIT:
+        failures.append(f"/me: {len(me_ok)} of {len(load.me)} got 200 in one window, not 10")
+    if len(me_ok) + len(me_limited) != len(load.me):
+        failures.append("/me: some answers were neither 200 nor 429")
+    for reply in me_limited:
+        if reply.code != "rate_limited" or not reply.headers.get("Retry-After", "").isdigit():
+            failures.append(f"/me 429 without rate_limited + Retry-After: {reply.raw!r}")
+            break
+    for reply in me_ok:
+        if reply.body.get("id") != me_user_id:
+            failures.append(f"/me answered for another user: {reply.raw!r}")
+            break
+    return failures
+
+
+def report(load: Load, failures: list[str]) -> None:
+    replies = [reply for _, reply in load.checkins] + load.me
+    latencies = [r.elapsed * 1000 for r in replies]
+    statuses = Counter((r.status, r.code) for r in replies)
+    ports = Counter(r.port for r in replies)
+    overlapping = _overlapping_shared(load)
+    print(f"requests: {len(replies)} in {load.elapsed:.1f} s = {len(replies) / load.elapsed:.0f}/s")
+    p50, p95, p99 = (percentile(latencies, p) for p in (50, 95, 99))
+    print(f"latency ms: p50 {p50:.1f}  p95 {p95:.1f}  p99 {p99:.1f}  max {max(latencies):.1f}")
+    print("per instance: " + ", ".join(f"{port}: {n}" for port, n in sorted(ports.items())))
+    print(
+        "outcomes: "
+        + ", ".join(
+            f"{status} {code or 'ok'}: {n}" for (status, code), n in sorted(statuses.items())
+        )
+    )
+    me_ports = Counter(r.port for r in load.me if r.status == 200)
+    print(
+        f"/me burst: {len(load.me)} calls, {sum(me_ports.values())} allowed "
+        f"({', '.join(f'{p}: {n}' for p, n in sorted(me_ports.items()))}), "
+        f"{sum(1 for r in load.me if r.status == 429)} rate limited"
+    )
+    print(f"shared tickets whose attempts overlapped in time: {overlapping}")
+    if failures:
+        print(f"FAILED: {len(failures)} checks")
+        for failure in failures[:30]:
+            print(f"  - {failure}")
+    else:
+        print("OK: every ticket checked in exactly once, every 200 in the DB and the audit log,")
+        print("    /me limit held across both instances, no 5xx")
+
+
+def _overlapping_shared(load: Load) -> int:
+    """Shared tickets where two attempts were in flight at the same moment: real races."""
+    attempts: dict[int, list[tuple[float, float]]] = defaultdict(list)
+    for ticket_id, reply in load.checkins:
+        attempts[ticket_id].append((reply.started, reply.started + reply.elapsed))
+    raced = 0
+    for spans in attempts.values():
+        if len(spans) < 2:
+            continue
+        spans.sort()
+        latest_end = spans[0][1]
+        for start, end in spans[1:]:
+            if start < latest_end:
+                raced += 1
+                break
+            latest_end = max(latest_end, end)
+    return raced
+
+
+if __name__ == "__main__":
+    sys.exit(main())
