@@ -54,6 +54,8 @@ logconfig_dict = {
             "formatter": "json",
         }
     },
+    # Gunicorn merges this over its defaults one key deep, so `root` must name our handler.
+    "root": {"handlers": ["stdout"], "level": "WARNING"},
     "loggers": {
         "gunicorn.error": {"handlers": ["stdout"], "level": loglevel.upper(), "propagate": False},
     },
