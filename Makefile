@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
-	$(PY) manage.py bootstrap_demo
+	SITE_URL=http://$(HOST):$(PORT) $(PY) manage.py bootstrap_demo
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed
