@@ -62,7 +62,8 @@ class TicketTypeForm(forms.ModelForm):
                 api_quota=cleaned.get("api_quota"),
             )
         except CapacityBelowSold as exc:
-            self.add_error(exc.field, exc.message)
+            for field, errors in exc.fields.items():
+                self.add_error(field, errors)
         return cleaned
 
 
@@ -85,6 +86,9 @@ class TicketTypeInline(OrganizerScopedInline, admin.TabularInline):
     ]
     readonly_fields = ["capacity", "api_capacity"]
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("event")
+
     @admin.display(description="sold / quantity")
     def capacity(self, obj):
         return capacity_text(obj) if obj.pk else "—"
@@ -104,6 +108,7 @@ class CheckInTypeInline(OrganizerScopedInline, admin.TabularInline):
         return (
             super()
             .get_queryset(request)
+            .select_related("event")
             .prefetch_related(
                 Prefetch("ticket_types", queryset=TicketType.objects.select_related("event"))
             )
@@ -112,12 +117,19 @@ class CheckInTypeInline(OrganizerScopedInline, admin.TabularInline):
     def get_formset(self, request, obj=None, **kwargs):
         formset = super().get_formset(request, obj, **kwargs)
         field = formset.form.base_fields.get("ticket_types")
-        if field is not None:
-            # Only this event's ticket types; a new event has none yet.
-            field.queryset = (
-                TicketType.objects.filter(event=obj) if obj else TicketType.objects.none()
-            )
-            field.label_from_instance = lambda ticket_type: ticket_type.name
+        if field is None:
+            return formset
+        # Only this event's ticket types (a new event has none yet), read once for all rows:
+        # a model choice field would query them again for every check-in type.
+        field.queryset = TicketType.objects.filter(event=obj) if obj else TicketType.objects.none()
+        choices = [(ticket_type.pk, ticket_type.name) for ticket_type in field.queryset]
+
+        class CheckInTypeForm(formset.form):
+            def __init__(self, *args, **kwargs):
+                super().__init__(*args, **kwargs)
+                self.fields["ticket_types"].choices = choices
+
+        formset.form = CheckInTypeForm
         return formset
 
 

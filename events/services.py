@@ -12,13 +12,16 @@ from .models import Event, TicketType
 
 
 class CapacityBelowSold(Unprocessable):
-    """A quantity or API quota lower than the tickets that already hold a place."""
+    """A quantity or API quota lower than the tickets that already hold a place.
+
+    `fields` maps each offending setting to its message.
+    """
 
     code = "capacity_below_sold"
 
-    def __init__(self, message: str, *, field: str):
-        super().__init__(message, fields={field: [message]})
-        self.field = field
+    def __init__(self, fields: dict[str, list[str]]):
+        super().__init__(next(iter(fields.values()))[0], fields=fields)
+        self.fields = fields
 
 
 class EventStatusConflict(Unprocessable):
@@ -41,18 +44,19 @@ def ticket_type_check_capacity(
 
     Raises: CapacityBelowSold.
     """
+    fields: dict[str, list[str]] = {}
     if quantity is not None and quantity < ticket_type.sold_count:
-        raise CapacityBelowSold(
+        fields["quantity"] = [
             f"Quantity cannot be lower than the {ticket_type.sold_count} tickets already sold "
-            f"of '{ticket_type.name}'. Revoke tickets first to lower it.",
-            field="quantity",
-        )
+            f"of '{ticket_type.name}'. Revoke tickets first to lower it."
+        ]
     if api_quota is not None and api_quota < ticket_type.api_sold_count:
-        raise CapacityBelowSold(
+        fields["api_quota"] = [
             f"API quota cannot be lower than the {ticket_type.api_sold_count} tickets already "
-            f"issued through the API for '{ticket_type.name}'.",
-            field="api_quota",
-        )
+            f"issued through the API for '{ticket_type.name}'."
+        ]
+    if fields:
+        raise CapacityBelowSold(fields)
 
 
 def _check_settings(changes: dict[str, Any]) -> None:

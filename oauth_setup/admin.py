@@ -1,12 +1,15 @@
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
 from oauth2_provider.generators import generate_client_secret
 
 from ticketing.admin_scoping import OrganizerFilter, OrganizerScopedAdmin, can_manage
+from ticketing.api.exceptions import ApplicationError
 
 from .models import Application
+from .services import GRANT_TYPES, application_create
 
 # DOT registers its own admin for the application model; ours adds the owner organizer,
-# scoping, and a client secret that is never shown after the request that created it.
+# scoping, creation through `application_create`, and a secret shown once.
 if admin.site.is_registered(Application):
     admin.site.unregister(Application)
 
@@ -14,6 +17,14 @@ SECRET_NOTICE = (
     "Client secret of '{name}' (client id {client_id}): {secret} — copy it now. It is stored "
     "hashed and cannot be shown again; use 'Generate a new client secret' if it is lost."
 )
+_GRANT_KEYS = {grant: key for key, grant in GRANT_TYPES.items()}
+
+
+class _CreateRejected(Exception):
+    """Carries the service's error out of the add view's transaction, which it rolls back."""
+
+    def __init__(self, error: ApplicationError):
+        self.error = error
 
 
 @admin.register(Application)
@@ -41,7 +52,6 @@ class ApplicationAdmin(OrganizerScopedAdmin):
         fields = [
             "name",
             "organizer",
-            "client_id",
             "client_type",
             "authorization_grant_type",
             "allow_client_credentials",
@@ -49,39 +59,87 @@ class ApplicationAdmin(OrganizerScopedAdmin):
             "post_logout_redirect_uris",
             "allowed_origins",
         ]
+        if obj is not None:
+            fields.insert(2, "client_id")
         if request.user.is_superuser:
             # Skipping consent is a trust decision about a first-party client: the platform's.
             fields.append("skip_authorization")
         return fields
 
     def get_readonly_fields(self, request, obj=None):
-        readonly = ["client_id"]
-        if obj is not None and not request.user.is_superuser:
+        if obj is None:
+            return []
+        # How a client authenticates is fixed at creation (the service checks the combination);
+        # a different kind of client is a new application with its own credentials.
+        readonly = [
+            "client_id",
+            "client_type",
+            "authorization_grant_type",
+            "allow_client_credentials",
+        ]
+        if not request.user.is_superuser:
             readonly.append("organizer")
         return readonly
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form = super().get_form(request, obj, change=change, **kwargs)
-        if "organizer" in form.base_fields and not request.user.is_superuser:
+        fields = form.base_fields
+        if "authorization_grant_type" in fields:
+            fields["authorization_grant_type"].choices = [
+                (grant, label) for grant, label in Application.GRANT_TYPES if grant in _GRANT_KEYS
+            ]
+        if "organizer" in fields and not request.user.is_superuser:
             # Only the platform's staff create platform (organizer-less) applications.
-            form.base_fields["organizer"].required = True
-            form.base_fields["organizer"].empty_label = None
+            fields["organizer"].required = True
+            fields["organizer"].empty_label = None
         return form
 
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except _CreateRejected as rejected:
+            self.message_user(request, rejected.error.message, messages.ERROR)
+            return HttpResponseRedirect(request.get_full_path())
+
     def save_model(self, request, obj, form, change):
-        secret = None
-        if not change:
-            # DOT hashes the secret when the row is saved; this is the only moment the
-            # plaintext exists, so it is shown to the creator once and never again.
-            secret = generate_client_secret()
-            obj.client_secret = secret
-            obj.hash_client_secret = True
-        super().save_model(request, obj, form, change)
-        if secret:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        try:
+            created = application_create(
+                name=obj.name,
+                organizer=obj.organizer,
+                grant_type=_GRANT_KEYS[obj.authorization_grant_type],
+                redirect_uris=obj.redirect_uris.split(),
+                allow_client_credentials=obj.allow_client_credentials,
+                public=obj.client_type == Application.CLIENT_PUBLIC,
+                skip_authorization=obj.skip_authorization,
+            )
+        except ApplicationError as exc:
+            raise _CreateRejected(exc) from None
+        application = created.application
+        extra = {
+            "post_logout_redirect_uris": obj.post_logout_redirect_uris,
+            "allowed_origins": obj.allowed_origins,
+        }
+        Application.objects.filter(pk=application.pk).update(**extra)
+        # The admin goes on with `obj` (log entry, redirect): make it the created row.
+        obj.__dict__.update({**application.__dict__, **extra})
+        if created.client_secret:
             self.message_user(
                 request,
-                SECRET_NOTICE.format(name=obj.name, client_id=obj.client_id, secret=secret),
+                SECRET_NOTICE.format(
+                    name=application.name,
+                    client_id=application.client_id,
+                    secret=created.client_secret,
+                ),
                 messages.WARNING,
+            )
+        else:
+            self.message_user(
+                request,
+                f"'{application.name}' is a public client: it has no secret and must use PKCE.",
+                messages.INFO,
             )
 
     @admin.action(description="Generate a new client secret", permissions=["manage"])
@@ -90,6 +148,9 @@ class ApplicationAdmin(OrganizerScopedAdmin):
         for application in queryset:
             if not can_manage(request, application.organizer_id):
                 failures.append(f"{application.name}: you may not manage this application")
+                continue
+            if application.client_type == Application.CLIENT_PUBLIC:
+                failures.append(f"{application.name}: a public client has no secret")
                 continue
             secret = generate_client_secret()
             application.client_secret = secret

@@ -63,7 +63,8 @@ class CheckInLogInline(ReadOnlyInline, admin.TabularInline):
         return (
             super()
             .get_queryset(request)
-            .select_related("check_in_type", "actor_user", "actor_application")
+            # `ticket` too: the inline prints each row's str(), which names the ticket.
+            .select_related("ticket", "check_in_type", "actor_user", "actor_application")
         )
 
     @admin.display(description="check-in type")
@@ -82,7 +83,7 @@ class TicketCheckInInline(ReadOnlyInline, admin.TabularInline):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("check_in_type")
+        return super().get_queryset(request).select_related("ticket", "check_in_type")
 
     @admin.display(description="check-in type")
     def check_in_type_name(self, obj):
