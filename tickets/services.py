@@ -425,7 +425,10 @@ def ticket_send_email(*, ticket_id: int) -> None:
     """
     from .notifications import ticket_email_send
 
-    transaction.on_commit(functools.partial(ticket_email_send, ticket_id=ticket_id), robust=True)
+    def send() -> None:
+        ticket_email_send(ticket_id=ticket_id)
+
+    transaction.on_commit(send, robust=True)
 
 
 # --- Check in and renew ---------------------------------------------------------------------
@@ -449,22 +452,13 @@ def _reject_unless_admissible(ticket: Ticket, event: Event) -> None:
 def _bind_nfc_uid(ticket: Ticket, nfc_uid: str | None, changed: list[str]) -> None:
     """Bind the tag the gate read to this ticket (the latest binding wins).
 
-    Raises: DuplicateNfcUid when another ticket of the event holds it; the unique constraint
-    catches what this read cannot see (a binding committed meanwhile).
+    Whether another ticket of the event holds the tag is the unique constraint's call, not a
+    prior read (which could not see a binding being committed meanwhile): its IntegrityError
+    becomes DuplicateNfcUid in `_gate`.
     """
-    if nfc_uid is None or nfc_uid == ticket.nfc_uid:
-        return
-    taken = (
-        Ticket.objects.filter(event_id=ticket.event_id, nfc_uid=nfc_uid)
-        .exclude(pk=ticket.pk)
-        .exists()
-    )
-    if taken:
-        raise DuplicateNfcUid(
-            f"NFC tag {nfc_uid} is bound to another ticket of this event.", ticket=ticket
-        )
-    ticket.nfc_uid = nfc_uid
-    changed.append("nfc_uid")
+    if nfc_uid is not None and nfc_uid != ticket.nfc_uid:
+        ticket.nfc_uid = nfc_uid
+        changed.append("nfc_uid")
 
 
 def _log(ticket: Ticket, *, action: str, at: datetime, actor: Actor, nfc_uid, note, type_id=None):
@@ -510,7 +504,10 @@ def _save(ticket: Ticket, changed: list[str]) -> None:
 def _gate(
     func: Callable[..., GateResult],
 ) -> Callable[..., GateResult]:
-    """Run a gate operation in its transaction; a tag bound meanwhile becomes a clean 409."""
+    """Run a gate operation in its transaction; a tag another ticket holds becomes a clean 409.
+
+    The 409 body shows the ticket as it stands: the failed transaction changed nothing.
+    """
 
     atomic_func = atomic_retrying_once(func)
 

@@ -1,0 +1,185 @@
+"""The holder's email (after commit, once, never on rollback) and the check-in query budget."""
+
+from contextlib import contextmanager
+
+import pytest
+from django.core import mail
+from django.core.mail.backends.base import BaseEmailBackend
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from tests.factories import CheckInTypeFactory, FormFieldFactory, TicketFactory
+from tickets.models import Ticket, TicketFormAnswer
+from tickets.services import Actor, ticket_create, ticket_send_email
+
+from .conftest import checkin_url, client_for, tickets_url
+
+HOLDER = {
+    "firstname": "Malee",
+    "lastname": "Srisuk",
+    "email": "malee@example.com",
+    "phone": "0891234567",
+}
+
+
+class FailingBackend(BaseEmailBackend):
+    def send_messages(self, email_messages):
+        raise ConnectionRefusedError("smtp down")
+
+
+def _create(event, ticket_type, **kwargs):
+    return ticket_create(
+        event=event, ticket_type_id=ticket_type.id, actor=Actor(), **HOLDER, **kwargs
+    )
+
+
+@pytest.mark.django_db
+def test_ticket_email_is_queued_for_commit_and_has_text_and_html(
+    event, ticket_type, django_capture_on_commit_callbacks
+):
+    event.title = "Songkran Beats"
+    event.location_name = "Impact Arena"
+    event.location_address = "Nonthaburi"
+    event.start_at = timezone.datetime.fromisoformat("2026-12-05T12:30:00+00:00")
+    event.end_at = timezone.datetime.fromisoformat("2026-12-05T17:00:00+00:00")
+    event.save()
+    with django_capture_on_commit_callbacks() as callbacks:
+        result = _create(event, ticket_type, reference_code="SONG-2026")
+        assert mail.outbox == []  # nothing before commit
+    assert len(callbacks) == 1
+    callbacks[0]()
+
+    assert len(mail.outbox) == 1
+    message = mail.outbox[0]
+    assert message.to == ["malee@example.com"]
+    assert message.subject == "Your ticket SONG-2026 for Songkran Beats"
+    # Start time in the site zone (Asia/Bangkok, +07:00), place from the event.
+    for text in (message.body, message.alternatives[0].content):
+        assert "SONG-2026" in text
+        assert "Songkran Beats" in text
+        assert "Saturday 5 December 2026, 19:30" in text
+        assert "Impact Arena, Nonthaburi" in text
+        assert "Malee Srisuk" in text
+    assert message.alternatives[0].mimetype == "text/html"
+    assert result.ticket.reference_code == "SONG-2026"
+
+
+@pytest.mark.django_db
+def test_ticket_email_html_escapes_event_fields(
+    event, ticket_type, django_capture_on_commit_callbacks
+):
+    event.title = "<script>alert(1)</script>"
+    event.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        _create(event, ticket_type)
+    html = mail.outbox[0].alternatives[0].content
+    assert "<script>" not in html
+    assert "&lt;script&gt;" in html
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_ticket_email_sent_exactly_once_after_a_real_commit(user_token, event, ticket_type):
+    client = client_for(user_token)
+    body = {"ticket_type_id": ticket_type.id, **HOLDER, "external_id": "ONCE-1"}
+    assert client.post(tickets_url(event), body).status_code == 200
+    assert client.post(tickets_url(event), body).json()["idempotent"] is True
+    assert len(mail.outbox) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ticket_email_not_sent_when_the_transaction_rolls_back(event, ticket_type):
+    with pytest.raises(RuntimeError), transaction.atomic():
+        _create(event, ticket_type)
+        raise RuntimeError("the caller's transaction fails after the creation")
+    assert mail.outbox == []
+    assert Ticket.objects.count() == 0
+    ticket_type.refresh_from_db()
+    assert ticket_type.sold_count == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ticket_email_not_sent_when_suppressed(event, ticket_type):
+    _create(event, ticket_type, suppress_notifications=True)
+    assert mail.outbox == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ticket_email_failure_does_not_undo_the_ticket(settings, user_token, event, ticket_type):
+    settings.EMAIL_BACKEND = f"{__name__}.FailingBackend"
+    response = client_for(user_token).post(
+        tickets_url(event), {"ticket_type_id": ticket_type.id, **HOLDER}
+    )
+    assert response.status_code == 200
+    assert Ticket.objects.filter(pk=response.json()["ticket"]["id"]).exists()
+
+
+@pytest.mark.django_db
+def test_ticket_send_email_resends_on_commit(ticket, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        ticket_send_email(ticket_id=ticket.id)
+    assert len(mail.outbox) == 1
+    assert mail.outbox[0].to == [ticket.email]
+
+
+# --- Query budget ---------------------------------------------------------------------------
+
+# Data statements of a simple check-in, authentication included: token (1), organizer with the
+# caller's membership (1), event (1), the locked ticket with its order, type and "has check-in
+# types / form answers" flags (1), ticket UPDATE (1), audit INSERT (1). The service's
+# transaction adds BEGIN and COMMIT, which Django logs as well.
+CHECK_IN_QUERIES = 6
+TRANSACTION_CONTROL = {"BEGIN", "COMMIT"}
+
+
+@contextmanager
+def assert_statements(data: int):
+    """Exactly `data` data statements, plus the service's own BEGIN and COMMIT."""
+    with CaptureQueriesContext(connection) as context:
+        yield
+    statements = [q["sql"] for q in context.captured_queries]
+    data_statements = [sql for sql in statements if sql not in TRANSACTION_CONTROL]
+    assert len(data_statements) == data, "\n".join(data_statements)
+    assert len(statements) == data + 2, statements
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("who", ["user", "application"])
+def test_ticket_check_in_query_budget(who, user_token, app_token, ticket):
+    client = client_for(user_token if who == "user" else app_token)
+    with assert_statements(CHECK_IN_QUERIES):
+        response = client.post(checkin_url(ticket), {"nfc_uid": "04BUDGET", "note": "x"})
+    assert response.status_code == 200
+    assert response.json()["ticket"]["status"] == "used"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_ticket_check_in_query_budget_with_form_answers(user_token, ticket):
+    field = FormFieldFactory(event=ticket.event, label="T-shirt size")
+    TicketFormAnswer.objects.create(ticket=ticket, field=field, value="L")
+    with assert_statements(CHECK_IN_QUERIES + 1):  # + the answers the body shows
+        response = client_for(user_token).post(checkin_url(ticket))
+    assert response.json()["ticket"]["forms"] == [
+        {"id": field.id, "label": "T-shirt size", "value": "L"}
+    ]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("type_count", [1, 5])
+def test_ticket_check_in_multi_query_budget_is_independent_of_type_count(
+    user_token, event, type_count
+):
+    types = [CheckInTypeFactory(event=event) for _ in range(type_count)]
+    ticket = TicketFactory(event=event)
+    # + the event's types with this ticket's state (1) + check-in rows (1); the audit rows are
+    # one INSERT whatever the number of types.
+    with assert_statements(CHECK_IN_QUERIES + 2):
+        response = client_for(user_token).post(
+            checkin_url(ticket), {"check_in_type_ids": [t.id for t in types]}, format="json"
+        )
+    assert response.json()["success"] is True
+    assert len(response.json()["check_in_results"]) == type_count
