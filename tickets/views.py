@@ -71,6 +71,8 @@ class _ExactlyOneKey(serializers.Serializer):
             named = sent or list(SEARCH_KEYS)
             message = "Send exactly one of reference_code, nfc_uid or ticket_id."
             raise ValidationError({key: [message] for key in named})
+        if attrs.get(sent[0]) is None:  # `ticket_id=` parses as "not given"
+            raise ValidationError({sent[0]: ["This field may not be blank."]})
         return attrs
 
 
