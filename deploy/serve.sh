@@ -7,6 +7,12 @@ set -eu
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python}"
 export DJANGO_SETTINGS_MODULE="${DJANGO_SETTINGS_MODULE:-ticketing.settings.production}"
+if [ -z "${SECRET_KEY:-}" ]; then
+    # Fine for one machine's trial run; a deployment sets one key shared by every server.
+    SECRET_KEY="$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(50))')"
+    export SECRET_KEY
+    echo "serve: SECRET_KEY not set; using a random one (sessions end when the server stops)" >&2
+fi
 if [ "${SKIP_MIGRATE:-0}" != "1" ]; then
     "$PYTHON" manage.py migrate --no-input
 fi

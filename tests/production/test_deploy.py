@@ -1,0 +1,157 @@
+"""The production settings and `make serve`'s script, run as a deployment would run them."""
+
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SERVE_PORT = 8520
+
+
+def _production_env(**extra) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "PYTEST_")) and key not in ("DATABASE_URL", "DEBUG")
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="ticketing.settings.production",
+        SECRET_KEY=secrets.token_urlsafe(50),
+        ALLOWED_HOSTS="tickets.example.com",
+    )
+    env.update(extra)
+    return env
+
+
+def _manage(*args, env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_check_deploy_is_clean_with_a_real_secret_and_host():
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=_production_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    env = _production_env()
+    del env["SECRET_KEY"]
+    result = _manage("check", env=env)
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off." in result.stderr
+
+
+def test_production_settings_values():
+    script = (
+        "import json; from django.conf import settings as s; print(json.dumps({"
+        "'debug': s.DEBUG, 'log_format': s.LOG_FORMAT, 'ssl_redirect': s.SECURE_SSL_REDIRECT, "
+        "'staticfiles': s.STORAGES['staticfiles']['BACKEND'], "
+        "'middleware0': s.MIDDLEWARE[0], "
+        "'db_options': s.DATABASES['default'].get('OPTIONS', {}).get('options')}))"
+    )
+    env = _production_env(DATABASE_URL="postgres://u@127.0.0.1:5432/whatever")
+    result = _manage("shell", "--no-imports", "-c", script, env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "debug": False,
+        "log_format": "json",
+        "ssl_redirect": True,
+        "staticfiles": "whitenoise.storage.CompressedManifestStaticFilesStorage",
+        "middleware0": "ticketing.middleware.RequestIdMiddleware",
+        "db_options": "-c statement_timeout=15000",
+    }
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) != 0
+
+
+def _get(path: str, **headers) -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(f"http://127.0.0.1:{SERVE_PORT}{path}", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), error.read()
+
+
+@pytest.fixture
+def served(tmp_path):
+    """`deploy/serve.sh` (what `make serve` runs) on a fresh SQLite file, two workers."""
+    assert _port_is_free(SERVE_PORT), f"port {SERVE_PORT} is taken"
+    log = (tmp_path / "serve.log").open("w+")
+    env = _production_env(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'serve.sqlite3'}",
+        ALLOWED_HOSTS="127.0.0.1",
+        PORT=str(SERVE_PORT),
+        WEB_CONCURRENCY="2",
+        SECURE_SSL_REDIRECT="false",
+        PYTHON=sys.executable,
+    )
+    env.pop("REDIS_URL", None)
+    process = subprocess.Popen(
+        ["sh", "deploy/serve.sh"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert process.poll() is None, log.seek(0) or log.read()
+            try:
+                if _get("/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(0.3)
+        else:
+            pytest.fail("serve.sh did not become healthy")
+        yield log
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
+    status, headers, body = _get("/healthz", **{"X-Request-ID": "serve-check-1"})
+    assert (status, json.loads(body)) == (
+        200,
+        {"status": "ok", "database": "ok", "cache": "not configured"},
+    )
+    assert headers["X-Request-ID"] == "serve-check-1"
+
+    status, headers, body = _get("/static/admin/css/base.css")
+    assert status == 200
+    assert headers["Content-Type"].startswith("text/css")
+    assert b"body" in body
+
+    status, headers, body = _get("/api/public/no-such-thing")
+    assert status == 404
+    assert json.loads(body)["error"] == "not_found"
+    assert "Server" not in headers or "gunicorn" in headers["Server"]
+
+    time.sleep(0.5)
+    served.seek(0)
+    lines = [json.loads(line) for line in served if line.startswith("{")]
+    access = [entry for entry in lines if entry["logger"] == "ticketing.request"]
+    assert {
+        (entry["request_id"], entry["http_path"], entry["http_status"]) for entry in access
+    } >= {("serve-check-1", "/healthz", 200)}
+    assert any(entry["logger"] == "gunicorn.error" for entry in lines)
