@@ -7,7 +7,6 @@ goes to stderr; stdout is the new event's id alone, so scripts can read it.
 """
 
 import random
-import sys
 import time
 from datetime import timedelta
 
@@ -25,11 +24,11 @@ BATCH_SIZE = 10_000
 
 
 class Progress:
-    """A one-line progress bar on stderr."""
+    """A one-line progress bar on the command's stderr."""
 
-    def __init__(self, label: str, total: int, stream=None, width: int = 30):
+    def __init__(self, label: str, total: int, stream, width: int = 30):
         self.label, self.total, self.width = label, max(total, 1), width
-        self.stream = stream or sys.stderr
+        self.stream = stream
         self.started = time.monotonic()
         self.done = 0
 
@@ -38,11 +37,11 @@ class Progress:
         filled = int(self.width * self.done / self.total)
         bar = "#" * filled + "." * (self.width - filled)
         elapsed = time.monotonic() - self.started
+        end = "\n" if self.done >= self.total else ""
         self.stream.write(
-            f"\r{self.label:<8} [{bar}] {self.done:>9,}/{self.total:,} {elapsed:6.1f}s"
+            f"\r{self.label:<8} [{bar}] {self.done:>9,}/{self.total:,} {elapsed:6.1f}s",
+            ending=end,
         )
-        if self.done >= self.total:
-            self.stream.write("\n")
         self.stream.flush()
 
 
@@ -96,10 +95,10 @@ class Command(BaseCommand):
             )
             self.stderr.write(f"rows built in {time.monotonic() - started:.1f}s")
             write = _copy_with_reserved_ids if connection.vendor == "postgresql" else _bulk_create
-            write(Order, orders, "orders")
+            write(Order, orders, Progress("orders", len(orders), self.stderr))
             for ticket in tickets:
                 ticket["order_id"] = ticket.pop("order")["id"]
-            write(Ticket, tickets, "tickets")
+            write(Ticket, tickets, Progress("tickets", len(tickets), self.stderr))
             self._set_counters(ticket_types, tickets)
             committing = time.monotonic()
         self.stderr.write(f"committed in {time.monotonic() - committing:.1f}s")
@@ -230,8 +229,7 @@ def _unique_codes(n: int, rng: random.Random) -> list[str]:
     return result
 
 
-def _bulk_create(model, rows: list[dict], label: str) -> None:
-    progress = Progress(label, len(rows))
+def _bulk_create(model, rows: list[dict], progress: Progress) -> None:
     for start in range(0, len(rows), BATCH_SIZE):
         batch = rows[start : start + BATCH_SIZE]
         created = model.objects.bulk_create([model(**row) for row in batch])
@@ -240,7 +238,7 @@ def _bulk_create(model, rows: list[dict], label: str) -> None:
         progress.advance(len(batch))
 
 
-def _copy_with_reserved_ids(model, rows: list[dict], label: str) -> None:
+def _copy_with_reserved_ids(model, rows: list[dict], progress: Progress) -> None:
     """COPY rows with ids taken from the table's sequence in one block.
 
     The table is locked against other writers for the transaction, so the reserved block is
@@ -259,7 +257,6 @@ def _copy_with_reserved_ids(model, rows: list[dict], label: str) -> None:
         for offset, row in enumerate(rows):
             row["id"] = first_id + offset
         attnames = [f.attname for f in fields]
-        progress = Progress(label, len(rows))
         raw = cursor.cursor  # psycopg's own cursor: Django's wrapper has no copy()
         for start in range(0, len(rows), BATCH_SIZE):
             batch = rows[start : start + BATCH_SIZE]
