@@ -12,6 +12,9 @@ import re
 import time
 import uuid
 
+from django.core.signals import request_finished
+from django.dispatch import receiver
+
 from ticketing.logging import scrub
 
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -58,15 +61,19 @@ class RequestIdMiddleware:
     def __call__(self, request):
         request_id = _incoming_request_id(request) or uuid.uuid4().hex
         request.request_id = request_id
-        token = _request_id.set(request_id)
+        # Cleared on request_finished, not here: Django logs 4xx/5xx ("Bad Request: ...") after
+        # the middleware chain returns, and that line should carry the id too.
+        _request_id.set(request_id)
         started = time.monotonic()
-        try:
-            response = self.get_response(request)
-            response[REQUEST_ID_HEADER] = request_id
-            _log_request(request, response.status_code, time.monotonic() - started)
-            return response
-        finally:
-            _request_id.reset(token)
+        response = self.get_response(request)
+        response[REQUEST_ID_HEADER] = request_id
+        _log_request(request, response.status_code, time.monotonic() - started)
+        return response
+
+
+@receiver(request_finished)
+def _forget_request_id(**kwargs) -> None:
+    _request_id.set(None)
 
 
 def _log_request(request, status: int, elapsed: float) -> None:

@@ -173,6 +173,10 @@ def api_exception_handler(exc, context):
             if message is None:
                 message = str(exc.detail)
             response.data = error_body(code, message)
+            if code == "invalid_parameters":
+                # A body type or Accept we do not speak is malformed input: CONTRACT §2 has
+                # no 415 or 406, only 400 `invalid_parameters`.
+                response.status_code = 400
 
     challenge = _www_authenticate(exc, request)
     if challenge:
