@@ -4,10 +4,12 @@ import datetime
 
 import pytest
 from django.test import override_settings
+from oauth2_provider.models import AccessToken
 
 from accounts.selectors import service_version
 from tests.conftest import TokenClient, mint_token
 from tests.factories import UserFactory
+from tests.oauth.support import wait_for_fresh_window
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +101,7 @@ def test_me_rate_limit_is_ten_a_minute_per_user_across_tokens(application, other
     user = UserFactory()
     first = TokenClient(mint_token(application=application, user=user))
     second = TokenClient(mint_token(application=other_application, user=user))
+    wait_for_fresh_window(f"user:{user.id}", margin=5)
     statuses = [(first if i % 2 else second).get("/api/public/me").status_code for i in range(10)]
     assert statuses == [200] * 10
 
@@ -150,6 +153,7 @@ def test_info_ignores_a_bad_token(api_client):
 
 @override_settings(API_RATE_LIMIT="2/m")
 def test_default_per_token_limit_applies_to_other_endpoints(app_client, buyer_client):
+    wait_for_fresh_window(f"token:{AccessToken.objects.get(token=app_client.token).pk}", margin=5)
     assert [app_client.get("/api/public/organizers").status_code for _ in range(2)] == [200, 200]
     limited = app_client.get("/api/public/organizers")
     assert limited.status_code == 429

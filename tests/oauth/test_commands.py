@@ -65,7 +65,7 @@ def test_create_organizer_refusals_change_nothing(args, message):
 
 
 def test_create_organizer_blank_name_is_refused():
-    with pytest.raises(CommandError, match="name: This field cannot be blank."):
+    with pytest.raises(CommandError, match=r"name: This field cannot be blank\."):
         run("create_organizer", "--name", "  ", "--slug", "blank")
     assert not Organizer.objects.exists()
 

@@ -9,6 +9,7 @@ from oauth2_provider.models import AccessToken
 from oauth_setup.models import Application
 from tests.conftest import TokenClient
 from tests.factories import ApplicationFactory
+from tests.oauth.support import wait_for_fresh_window
 
 pytestmark = pytest.mark.django_db
 
@@ -99,6 +100,7 @@ def test_unsupported_grant_and_get_method(application):
 
 @override_settings(TOKEN_RATE_LIMIT="3/m")
 def test_token_endpoint_is_limited_per_client_address(application):
+    wait_for_fresh_window("127.0.0.1", margin=5)
     statuses = [client_credentials(application, secret="guess").status_code for _ in range(3)]
     assert statuses == [401, 401, 401]
     limited = client_credentials(application)  # even with the right secret
