@@ -19,7 +19,7 @@ from .selectors import (
 from .serializers import CheckInTypesResponseSerializer, EventDetailSerializer, EventSerializer
 
 
-@extend_schema(tags=["events"], summary="List the organizer's events")
+@extend_schema(tags=["Events"], summary="List the organizer's events")
 class OrganizerEventsView(generics.ListAPIView):
     """The organizer's events, filtered by status or `q`, paginated."""
 
@@ -35,7 +35,7 @@ class OrganizerEventsView(generics.ListAPIView):
 
 
 @extend_schema(
-    tags=["events"],
+    tags=["Events"],
     summary="Get an event with its ticket types",
     responses=EventDetailSerializer,
 )
@@ -55,7 +55,7 @@ class EventDetailView(APIView):
 
 
 @extend_schema(
-    tags=["events"],
+    tags=["Events"],
     summary="List an event's check-in types",
     responses=CheckInTypesResponseSerializer,
 )

@@ -13,7 +13,7 @@ from .selectors import user_orders_for_organizer
 from .serializers import OrderSerializer
 
 
-@extend_schema(tags=["orders"], summary="List the user's orders of an organizer")
+@extend_schema(tags=["Orders"], summary="List the user's orders of an organizer")
 class UserOrdersView(generics.ListAPIView):
     """The caller's own orders (CONTRACT §8) for the organizer's events."""
 

@@ -29,7 +29,7 @@ from .serializers import TicketResponseSerializer, TicketSerializer
 SEARCH_KEYS = ("reference_code", "nfc_uid", "ticket_id")
 
 
-@extend_schema(tags=["tickets"])
+@extend_schema(tags=["Tickets"])
 class EventTicketsView(TicketCreateMixin, generics.ListAPIView):
     """GET here; POST (ticket creation) comes from `TicketCreateMixin`, on the same path."""
 
@@ -77,7 +77,7 @@ class _ExactlyOneKey(serializers.Serializer):
 
 
 @extend_schema(
-    tags=["tickets"],
+    tags=["Tickets"],
     summary="Find one ticket of an event",
     parameters=[_ExactlyOneKey],
     responses=TicketResponseSerializer,
@@ -95,7 +95,7 @@ class EventTicketSearchView(APIView):
         return Response(TicketResponseSerializer({"ticket": ticket}).data)
 
 
-@extend_schema(tags=["tickets"], summary="List the user's tickets of an organizer")
+@extend_schema(tags=["Tickets"], summary="List the user's tickets of an organizer")
 class UserTicketsView(generics.ListAPIView):
     """The caller's own tickets (CONTRACT §8) for the organizer's events."""
 
@@ -148,7 +148,7 @@ class _TicketSearchParams(serializers.Serializer):
 
 
 @extend_schema(
-    tags=["tickets"],
+    tags=["Tickets"],
     summary="Find a ticket by event and reference code",
     parameters=[_TicketSearchParams],
     responses=TicketResponseSerializer,

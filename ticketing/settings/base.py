@@ -203,6 +203,15 @@ SPECTACULAR_SETTINGS = {
         "SuccessTrueEnum": [(True, True)],
         "SuccessFalseEnum": [(False, False)],
     },
+    "TAGS": [
+        {"name": "Service", "description": "Version and status."},
+        {"name": "User", "description": "The authenticated user."},
+        {"name": "Organizers", "description": "Organizers the caller may act for."},
+        {"name": "Events", "description": "An organizer's events, ticket types, check-in types."},
+        {"name": "Tickets", "description": "Ticket lists, searches and creation."},
+        {"name": "Check-in", "description": "Check-in, renew (undo) and invalidate at the gate."},
+        {"name": "Orders", "description": "The user's orders."},
+    ],
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["ticketing.api.permissions.AllowAnyone"],
 }
