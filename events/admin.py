@@ -1,6 +1,8 @@
 from django import forms
 from django.contrib import admin, messages
 from django.db.models import Prefetch, Sum
+from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.translation import ngettext
 
 from ticketing.admin_scoping import (
@@ -158,7 +160,7 @@ class EventAdmin(OrganizerScopedAdmin):
     inlines = [TicketTypeInline, CheckInTypeInline, FormFieldInline]
     actions = ["publish", "end_now"]
     fieldsets = [
-        (None, {"fields": ["organizer", "title", "status", "shown_as"]}),
+        (None, {"fields": ["organizer", "title", "status", "shown_as", "tickets_link"]}),
         ("When and where", {"fields": ["start_at", "end_at", "location_name", "location_address"]}),
         ("Description", {"fields": ["description", "description_en"]}),
         ("Images", {"fields": ["cover", "poster", "display_icon"], "classes": ["collapse"]}),
@@ -177,7 +179,7 @@ class EventAdmin(OrganizerScopedAdmin):
     def get_readonly_fields(self, request, obj=None):
         # Status moves only through the actions (and `end_events`); an event never changes
         # organizer, since its tickets and orders belong to that organizer's books.
-        readonly = ["status", "shown_as"]
+        readonly = ["status", "shown_as", "tickets_link"]
         if obj is not None:
             readonly.append("organizer")
         return readonly
@@ -185,6 +187,13 @@ class EventAdmin(OrganizerScopedAdmin):
     @admin.display(description="shown as")
     def shown_as(self, obj):
         return obj.effective_status if obj.pk else "—"
+
+    @admin.display(description="tickets")
+    def tickets_link(self, obj):
+        if not obj.pk:
+            return "—"
+        url = reverse("admin:tickets_ticket_changelist") + f"?event_id={obj.pk}"
+        return format_html('<a href="{}">Tickets of this event</a>', url)
 
     @admin.display(description="sold / quantity")
     def sold(self, obj):

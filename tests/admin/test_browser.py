@@ -1,0 +1,101 @@
+"""A staff member checks a ticket in through the admin in a real browser (headless Chromium)."""
+
+from pathlib import Path
+
+import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from tests.conftest import CHROMIUM
+from tests.factories import (
+    EventFactory,
+    MembershipFactory,
+    TicketFactory,
+    TicketTypeFactory,
+    UserFactory,
+)
+from tickets.models import CheckInLog, Ticket
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+PORTS = range(8401, 8420)
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
+
+
+@pytest.fixture
+def admin_server(transactional_db):
+    """The whole site on 127.0.0.1, on the first free port of this suite's range."""
+    last_error = None
+    for port in PORTS:
+        try:
+            server = LiveServer(f"127.0.0.1:{port}")
+        except OSError as exc:
+            last_error = exc
+            continue
+        yield server.url
+        server.stop()
+        return
+    pytest.fail(f"no free port in {PORTS}: {last_error}")
+
+
+def test_staff_checks_a_ticket_in_and_sees_its_history(admin_server, organizer):
+    staff = UserFactory(username="gatekeeper", full_name="Gate Keeper", is_staff=True)
+    staff.set_password("gate-pass-123")
+    staff.save()
+    MembershipFactory(user=staff, organizer=organizer, role="staff")
+    event = EventFactory(organizer=organizer, title="Songkran Beats")
+    regular = TicketTypeFactory(event=event, name="Regular", quantity=500)
+    ticket = TicketFactory(
+        event=event, ticket_type=regular, reference_code="GATE0001", firstname="Malee"
+    )
+    TicketFactory(event=event, ticket_type=regular, reference_code="GATE0002")
+    OUTPUT.mkdir(exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{admin_server}/admin/")
+            page.fill("#id_username", "gatekeeper")
+            page.fill("#id_password", "gate-pass-123")
+            page.click("input[type=submit]")
+
+            # Open the event: its ticket types show what is sold.
+            page.click("a[href='/admin/events/event/']")
+            page.click("#result_list >> text=Songkran Beats")
+            event_page = page.inner_text("#content")
+            page.click("text=Tickets of this event")
+
+            # Check GATE0001 in through the action.
+            row = page.locator("#result_list tr", has_text="GATE0001")
+            row.locator("input.action-select").check()
+            page.select_option("select[name=action]", "check_in")
+            page.click("button[name=index]")
+            message = page.inner_text("ul.messagelist")
+
+            # The ticket's page shows the check-in in its history.
+            page.click("#result_list >> text=GATE0001")
+            history = page.inner_text("#content")
+            page.screenshot(path=str(OUTPUT / "admin_check_in.png"), full_page=True)
+        finally:
+            browser.close()
+
+    assert "2 / 500 sold · 498 left" in event_page
+    assert message == "Checked in 1 ticket."
+    assert "check-in history" in history.lower()  # the admin's CSS capitalises headings
+    assert "Check-in" in history and "Gate Keeper" in history
+    ticket.refresh_from_db()
+    assert ticket.status == Ticket.Status.USED
+    log = CheckInLog.objects.get(ticket=ticket)
+    assert (log.action, log.actor_user_id) == ("check_in", staff.pk)
+    assert (OUTPUT / "admin_check_in.png").stat().st_size > 10_000
