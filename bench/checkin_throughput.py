@@ -12,6 +12,8 @@ ALLOWED_HOSTS 127.0.0.1, SECURE_SSL_REDIRECT off because the loopback has no TLS
 loopback port. Then, `--rounds` times and alternately so both see the same machine load:
 
 - `GET /api/public/info` (no token, no database write): the framework's baseline;
+- `GET .../events/{e}/check_in_types` with the gate tokens: a reference that pays for the same
+  authentication, rate limit and organizer check as a check-in, and reads one small table;
 - `POST .../tickets/{t}/checkin`, each request a different ticket, from gate clients that use
   their own tokens (half application tokens, half staff user tokens).
 
@@ -142,6 +144,10 @@ def main() -> int:
     def info(i: int, client: int):
         return call("GET", args.port, INFO_PATH)
 
+    def authenticated_read(i: int, client: int):
+        token = data.gate_tokens[client % len(data.gate_tokens)]
+        return call("GET", args.port, f"{data.event_path}/check_in_types", token=token)
+
     def check_in(i: int, client: int):
         with ids_lock:
             ticket_id = next(ticket_ids)
@@ -158,7 +164,11 @@ def main() -> int:
         for name, send in (("warm-up info", info), ("warm-up check-in", check_in)):
             run_phase(name, requests=args.warmup, concurrency=args.concurrency, send=send)
         for round_number in range(1, args.rounds + 1):
-            for name, send in (("GET /info", info), ("POST checkin", check_in)):
+            for name, send in (
+                ("GET /info", info),
+                ("GET check_in_types", authenticated_read),
+                ("POST checkin", check_in),
+            ):
                 phase = run_phase(
                     f"{name} #{round_number}",
                     requests=args.requests,
@@ -167,7 +177,7 @@ def main() -> int:
                 )
                 phases.append(phase)
                 print(
-                    f"  {phase.name:<18} {phase.rate:8.1f} req/s   p50 {phase.p50_ms:7.1f} ms"
+                    f"  {phase.name:<22} {phase.rate:8.1f} req/s   p50 {phase.p50_ms:7.1f} ms"
                     f"   p99 {phase.p99_ms:7.1f} ms   non-200: {phase.failures or 0}",
                     flush=True,
                 )
@@ -182,14 +192,15 @@ def main() -> int:
         connections.close_all()
         drop_database(bench_url)
 
-    baseline = [p for p in phases if p.name.startswith("GET")]
+    baseline = [p for p in phases if p.name.startswith("GET /info")]
+    authenticated = [p for p in phases if p.name.startswith("GET check_in_types")]
     gate = [p for p in phases if p.name.startswith("POST")]
 
     def summary(label: str, group: list[Phase]) -> tuple[float, float, float]:
         rate = statistics.median(p.rate for p in group)
         latencies = [value for p in group for value in p.latencies]
         p50, p99 = percentile(latencies, 50) * 1000, percentile(latencies, 99) * 1000
-        print(f"{label:<22} {rate:8.1f} req/s   p50 {p50:7.1f} ms   p99 {p99:7.1f} ms")
+        print(f"{label:<28} {rate:8.1f} req/s   p50 {p50:7.1f} ms   p99 {p99:7.1f} ms")
         return rate, p50, p99
 
     print(
@@ -197,9 +208,11 @@ def main() -> int:
         f"{workers} gunicorn workers (median rate over rounds; percentiles over all requests)"
     )
     info_rate, _, _ = summary("GET /info (baseline)", baseline)
+    read_rate, _, _ = summary("GET check_in_types (auth)", authenticated)
     gate_rate, _, _ = summary("POST checkin", gate)
     ratio = gate_rate / info_rate
     print(f"check-in / baseline: {ratio:.0%} (target ≥ {TARGET_RATIO:.0%})")
+    print(f"check-in / authenticated read: {gate_rate / read_rate:.0%}")
     print(f"tickets admitted exactly once with one audit row: {admitted_once}/{checkins}")
 
     failed = [p for p in phases if p.failures]
