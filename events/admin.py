@@ -255,11 +255,14 @@ class EventAdmin(OrganizerScopedAdmin):
 
 @admin.register(TicketType)
 class TicketTypeAdmin(OrganizerScopedAdmin):
-    """An overview across events; ticket types are edited on their event's page."""
+    """An overview across events; ticket types are edited on their event's page.
+
+    Deleting stays allowed (to managers) so that deleting a draft event can take its ticket
+    types along; a ticket type with tickets is protected by the database either way.
+    """
 
     allow_add = False
     allow_change = False
-    allow_delete = False
     list_display = ["name", "event", "price_display", "status", "capacity", "api_capacity"]
     list_filter = ["status", EventFilter]
     list_select_related = ["event"]

@@ -258,3 +258,23 @@ def test_event_end_past_ends_only_active_events_that_are_over(organizer):
 
     statuses = dict(Event.objects.values_list("pk", "status"))
     assert statuses == {over.pk: "ended", running.pk: "active", draft_over.pk: "draft"}
+
+
+@pytest.mark.django_db
+def test_manager_deletes_an_event_without_tickets_but_not_one_with_tickets(
+    admin_client_a, organizer, world_a
+):
+    empty = EventFactory(organizer=organizer, status=Event.Status.DRAFT)
+    TicketTypeFactory(event=empty)
+
+    deleted = admin_client_a.post(
+        reverse("admin:events_event_delete", args=[empty.pk]), {"post": "yes"}
+    )
+    protected = admin_client_a.post(
+        reverse("admin:events_event_delete", args=[world_a.event.pk]), {"post": "yes"}
+    )
+
+    assert deleted.status_code == 302
+    assert not Event.objects.filter(pk=empty.pk).exists()
+    assert protected.status_code == 200  # "cannot delete: protected related objects"
+    assert Event.objects.filter(pk=world_a.event.pk).exists()
