@@ -10,6 +10,8 @@ from urllib.parse import parse_qs, urlparse
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.decorators import method_decorator
+from django.views.decorators.cache import never_cache
 from django_ratelimit.core import get_usage
 from oauth2_provider import views as dot_views
 
@@ -17,6 +19,7 @@ from .scopes import scope_explanations
 from .selectors import application_for_consent
 
 
+@method_decorator(never_cache, name="dispatch")  # a consent form is per person and per moment
 class ConsentView(dot_views.AuthorizationView):
     """`/oauth/authorize`: login (via LoginRequiredMixin), then consent; Deny → access_denied."""
 

@@ -75,6 +75,8 @@ def test_consent_page_names_application_organizer_and_scopes(application, member
     assert "scope “public”" in html and "scope “organizer”" in html
     assert 'name="csrfmiddlewaretoken"' in html
     assert "Signed in as staff" in html
+    assert "no-store" in page["Cache-Control"]
+    assert page["X-Frame-Options"] == "DENY"  # no clickjacking of the Allow button
 
 
 def test_consent_page_of_platform_application_says_so(platform_application, member):

@@ -1,10 +1,11 @@
 """The access rules of CONTRACT §3, in its order; the first failed check wins.
 
 Views declare one class. Organizer-scoped classes resolve the path's organizer once and leave it
-on `request.organizer` (and the membership on `request.membership`) for the view's selectors.
+on `request.organizer` (and the caller's role on `request.membership_role`: `owner`, `admin`,
+`staff`, or None for an application token) for the view's selectors.
 """
 
-from django.db.models import Exists, OuterRef
+from django.db.models import OuterRef, Subquery
 from rest_framework.permissions import BasePermission
 
 from organizers.models import Membership, Organizer
@@ -48,18 +49,12 @@ class UserToken(BasePermission):
 
 
 def _organizer_from_path(request, view, *, with_membership_of=None) -> Organizer:
-    """Step 4: the path's organizer, with the caller's membership in the same query."""
+    """Step 4: the path's organizer, with the caller's role (None: not a member) in one query."""
     organizer_id = view.kwargs.get("organizer_id")
     queryset = Organizer.objects.filter(id=organizer_id)
     if with_membership_of is not None:
-        queryset = queryset.annotate(
-            caller_role=Membership.objects.filter(
-                organizer=OuterRef("pk"), user=with_membership_of
-            ).values("role")[:1],
-            caller_is_member=Exists(
-                Membership.objects.filter(organizer=OuterRef("pk"), user=with_membership_of)
-            ),
-        )
+        role = Membership.objects.filter(organizer=OuterRef("pk"), user=with_membership_of)
+        queryset = queryset.annotate(caller_role=Subquery(role.values("role")[:1]))
     organizer = queryset.first()
     if organizer is None:
         raise NotFound("Organizer not found.")
@@ -111,7 +106,7 @@ class OrganizerResource(BasePermission):
             organizer = _organizer_from_path(request, view)
         _check_application_owner(caller, organizer)
         if caller.is_user_token:
-            if not organizer.caller_is_member:
+            if organizer.caller_role is None:
                 raise NotOrganizerMember()
             request.membership_role = organizer.caller_role
         else:
