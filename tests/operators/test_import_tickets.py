@@ -1,5 +1,6 @@
 """`import_tickets`: the same creation service as the API, row by row or all or nothing."""
 
+import logging
 from io import StringIO
 
 import pytest
@@ -349,3 +350,23 @@ def test_utf16_file_with_crlf_and_quoted_newline(tmp_path, event, regular):
 
     assert error is None
     assert Ticket.objects.get().lastname == "Çelik\r\nJr"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("verbosity", "logged"), [(1, 0), (2, 2)])
+def test_per_ticket_service_log_only_when_verbose(
+    tmp_path, event, regular, caplog, verbosity, logged
+):
+    path = _csv(
+        tmp_path,
+        HEADER
+        + "A,One,a1@example.com,0812345678,Regular,,\n"
+        + "A,Two,a2@example.com,0812345678,Regular,,\n",
+    )
+    caplog.set_level(logging.INFO)
+
+    _run(event, path, "--verbosity", str(verbosity))
+
+    created = [r for r in caplog.records if r.name == "tickets.services" and "created" in r.message]
+    assert len(created) == logged
+    assert logging.getLogger("tickets.services").level == logging.NOTSET

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import logging
 import sys
 from collections.abc import Iterator
 from contextlib import closing
@@ -205,6 +206,12 @@ class Command(BaseCommand):
         show = options["verbosity"] >= 1
         progress = Progress(self.stderr, total, enabled=show)
         atomic, dry_run = options["atomic"], options["dry_run"]
+        # The service logs each ticket it creates; in an import the report below says it once,
+        # and 10,000 log lines would bury it (`-v 2` keeps them).
+        service_log = logging.getLogger("tickets.services")
+        service_log_level = service_log.level
+        if options["verbosity"] < 2:
+            service_log.setLevel(logging.WARNING)
         try:
             if atomic or dry_run:
                 try:
@@ -222,6 +229,7 @@ class Command(BaseCommand):
                 )
         finally:
             progress.finish()
+            service_log.setLevel(service_log_level)
 
         saved = not dry_run and not (atomic and tally.rejected)
         self._summary(event, tally, saved=saved, dry_run=dry_run, atomic=atomic)
