@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ticketing.settings.test")
 os.environ.setdefault("RATELIMIT_ENABLE", "0")  # the bench sends far more than 1200/min
+os.environ.setdefault("LOG_LEVEL", "WARNING")  # no log line per request
 
 import django  # noqa: E402
 
