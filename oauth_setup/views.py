@@ -36,6 +36,12 @@ class ConsentView(dot_views.AuthorizationView):
         context["redirect_host"] = urlparse(redirect_uri).netloc if redirect_uri else None
         return context
 
+    def form_invalid(self, form):
+        # The hidden fields came back altered or missing: there is nothing sound to consent to
+        # nor a verified redirect URI to report to, so say so here.
+        context = self.get_context_data(form=form, incomplete=True)
+        return self.render_to_response(context, status=400)
+
 
 class RateLimitedTokenView(dot_views.TokenView):
     """`POST /oauth/token`, limited per client address (CONTRACT §4) against secret guessing.

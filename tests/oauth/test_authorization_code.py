@@ -14,6 +14,7 @@ from tests.oauth.conftest import (
     consent,
     csrf_token,
     exchange_code,
+    hidden_fields,
     pkce_pair,
     query_of,
     refresh,
@@ -348,3 +349,38 @@ def test_refresh_of_deactivated_user_is_refused(application, member):
     member.save()
     assert TokenClient(tokens["access_token"]).get("/api/public/me").status_code == 401
     assert refresh(application, tokens["refresh_token"]).json()["error"] == "invalid_grant"
+
+
+def _consent_form(client, application) -> dict[str, str]:
+    html = client.get(authorize_url(application)).content.decode()
+    data = {**hidden_fields(html), "csrfmiddlewaretoken": csrf_token(html), "allow": "on"}
+    data.pop("next")
+    return data
+
+
+def test_altered_consent_form_grants_nothing(application, member):
+    client = browser(member)
+    data = _consent_form(client, application)
+    del data["client_id"]
+    answer = client.post("/oauth/authorize", data)
+    assert answer.status_code == 400
+    assert "This authorization request is incomplete" in answer.content.decode()
+    assert not Grant.objects.exists()
+
+
+def test_consent_form_with_swapped_redirect_uri_never_redirects(application, member):
+    client = browser(member)
+    data = {**_consent_form(client, application), "redirect_uri": "https://evil.example.com/cb"}
+    answer = client.post("/oauth/authorize", data)
+    assert answer.status_code == 400
+    assert "Mismatching redirect URI" in answer.content.decode()
+    assert not Grant.objects.exists()
+
+
+def test_consent_form_with_added_scope_is_invalid_scope(application, member):
+    client = browser(member)
+    data = {**_consent_form(client, application), "scope": "public organizer admin"}
+    answer = client.post("/oauth/authorize", data)
+    assert answer.status_code == 302
+    assert query_of(answer["Location"]) == {"error": "invalid_scope", "state": "xyz"}
+    assert not Grant.objects.exists()
