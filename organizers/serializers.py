@@ -1,14 +1,8 @@
-from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from ticketing.api.fields import AbsoluteImageField, BlankAsNullCharField, Int32Field
 
 from .models import Membership, Organizer
-
-
-@extend_schema_field({"type": "string", "enum": list(Membership.Role.values), "nullable": True})
-class RoleField(serializers.CharField):
-    pass
 
 
 class OrganizerSerializer(serializers.ModelSerializer):
@@ -20,7 +14,7 @@ class OrganizerSerializer(serializers.ModelSerializer):
     id = Int32Field()
     description = BlankAsNullCharField()
     avatar = AbsoluteImageField("avatar_resized", "avatar")
-    role = RoleField(allow_null=True)
+    role = serializers.ChoiceField(choices=Membership.Role.choices, allow_null=True, read_only=True)
 
     class Meta:
         model = Organizer
