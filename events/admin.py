@@ -77,6 +77,7 @@ class TicketTypeInline(OrganizerScopedInline, admin.TabularInline):
     fields = [
         "name",
         "price",
+        "baht",
         "kind",
         "pack_size",
         "quantity",
@@ -86,10 +87,14 @@ class TicketTypeInline(OrganizerScopedInline, admin.TabularInline):
         "capacity",
         "api_capacity",
     ]
-    readonly_fields = ["capacity", "api_capacity"]
+    readonly_fields = ["baht", "capacity", "api_capacity"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("event")
+
+    @admin.display(description="price in baht")
+    def baht(self, obj):
+        return format_baht(obj.price) if obj.pk else "—"
 
     @admin.display(description="sold / quantity")
     def capacity(self, obj):
