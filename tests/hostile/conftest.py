@@ -51,7 +51,7 @@ def contract_error(response, status: int, code: str | None = None) -> dict:
     assert isinstance(body["message"], str) and body["message"]
     assert "Traceback" not in body["message"] and "SELECT" not in body["message"]
     if status == 400:
-        assert isinstance(body.get("fields", {}), dict)
+        assert isinstance(body["fields"], dict) and body["fields"], body
     return body
 
 

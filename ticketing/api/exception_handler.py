@@ -64,6 +64,11 @@ def _flatten_field_errors(detail) -> dict:
     return {"non_field_errors": [str(detail)]}
 
 
+def _request_level_fields(message: str) -> dict:
+    """Every 400 carries `fields` (CONTRACT §2); a fault of the whole request names no field."""
+    return {"non_field_errors": [message]}
+
+
 def _fields_message(fields: dict) -> str:
     name, errors = next(iter(fields.items()))
     label = "Request" if name == "non_field_errors" else f"Parameter '{name}'"
@@ -142,8 +147,11 @@ def api_exception_handler(exc, context):
     request = context.get("request")
 
     if isinstance(exc, ApplicationError):
+        extra = exc.extra
+        if exc.status_code == 400 and "fields" not in extra:
+            extra = {**extra, "fields": _request_level_fields(exc.message)}
         response = Response(
-            error_body(exc.code, exc.message, **exc.extra),
+            error_body(exc.code, exc.message, **extra),
             status=exc.status_code,
             headers=exc.headers,
         )
@@ -177,6 +185,7 @@ def api_exception_handler(exc, context):
                 # A body type or Accept we do not speak is malformed input: CONTRACT §2 has
                 # no 415 or 406, only 400 `invalid_parameters`.
                 response.status_code = 400
+                response.data["fields"] = _request_level_fields(message)
 
     challenge = _www_authenticate(exc, request)
     if challenge:
@@ -198,7 +207,12 @@ def not_found(request, exception=None):
 def bad_request(request, exception=None):
     """Suspicious or oversized requests rejected before any view ran."""
     if _is_api(request):
-        return JsonResponse(error_body("invalid_parameters", "Bad request."), status=400)
+        return JsonResponse(
+            error_body(
+                "invalid_parameters", "Bad request.", fields=_request_level_fields("Bad request.")
+            ),
+            status=400,
+        )
     return defaults.bad_request(request, exception)
 
 

@@ -1,0 +1,195 @@
+"""Hostile input against the live server: schemathesis over the OpenAPI document, with tokens.
+
+Starts one gunicorn instance (production settings) on a fresh database with an organizer, a
+member's token (`public organizer`, which every endpoint accepts), an active event and tickets,
+then runs schemathesis over `/api/public/schema/` twice, each bounded by `--max-examples` per
+operation:
+- pinned: path ids fixed to the real organizer, event and ticket, so generated queries and
+  bodies reach the code behind the access checks;
+- free: ids generated too (int32 edges, unknown ids, other organizers' ids).
+Checks: no 5xx, status codes, content types, response headers and bodies as the schema says,
+and invalid input refused. The rate limits are raised for this run (they are not under test
+here). Independently of schemathesis, the server's own access log is read back: every answer
+counted by status, and any 500 fails the run.
+
+    DATABASE_URL=postgres://... python bench/hostile.py [--max-examples 25]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._harness import (
+    OUT_DIR,
+    ROOT,
+    Gunicorn,
+    call,
+    database_name,
+    database_url_named,
+    default_urls,
+    drop_database,
+    manage,
+    recreate_database,
+    server_env,
+    setup_django,
+)
+
+CHECKS = ",".join(
+    [
+        "not_a_server_error",
+        "status_code_conformance",
+        "content_type_conformance",
+        "response_headers_conformance",
+        "response_schema_conformance",
+        "negative_data_rejection",
+    ]
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8503)
+    parser.add_argument("--max-examples", type=int, default=25)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=20261121)
+    parser.add_argument("--keep-db", action="store_true")
+    args = parser.parse_args()
+
+    base_url, redis_url = default_urls()
+    db_url = database_url_named(base_url, f"{database_name(base_url)}_hostile")
+    recreate_database(db_url)
+    env = server_env(
+        database_url=db_url,
+        redis_url=redis_url,
+        CACHE_KEY_PREFIX=f"bench-hostile-{time.time_ns()}",
+        API_RATE_LIMIT="1000000/m",
+        ME_RATE_LIMIT="1000000/m",
+    )
+    manage(env, "migrate", "--no-input")
+    setup_django(env)
+    from bench._data import seed
+
+    data = seed(tickets=200, gates=2, label="hostile")
+    member_token = data.gate_tokens[1]  # a member's user token, scope `public organizer`
+
+    server = Gunicorn(args.port, env, args.workers, name="hostile").start()
+    results = {}
+    try:
+        server.wait_ready()
+        schema = call("GET", args.port, "/api/public/schema/?format=json")
+        if schema.status != 200 or not isinstance(schema.body, dict):
+            print(f"FAILED: no OpenAPI document at /api/public/schema/ ({schema.status})")
+            return 1
+        operations = sum(len(ops) for ops in schema.body["paths"].values())
+        print(f"schema: {operations} operations; {args.max_examples} examples per operation/phase")
+        pinned = {
+            "path.organizer_id": data.organizer_id,
+            "path.event_id": data.event_id,
+            "path.ticket_id": data.ticket_ids[0],
+        }
+        for name, parameters in (("pinned", pinned), ("free", {})):
+            results[name] = run_schemathesis(name, args, member_token, parameters)
+    finally:
+        server.stop()
+
+    statuses = access_log_statuses(server.log_path)
+    print(
+        "server answers by status: " + ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items()))
+    )
+    failed = [name for name, ok in results.items() if not ok]
+    server_errors = sum(n for status, n in statuses.items() if status >= 500)
+    if server_errors:
+        print(f"FAILED: the server answered {server_errors} times with 5xx")
+    if failed:
+        print(f"FAILED: schemathesis found problems in the {', '.join(failed)} run(s); see above")
+    if not failed and not server_errors:
+        print("OK: no 5xx, every response as the schema says, invalid input refused")
+    if not args.keep_db:
+        from django.db import connection
+
+        connection.close()
+        drop_database(db_url)
+    return 1 if failed or server_errors else 0
+
+
+def run_schemathesis(name: str, args, token: str, parameters: dict) -> bool:
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    config = OUT_DIR / f"schemathesis-{name}.toml"
+    lines = ["[parameters]"] + [f'"{key}" = {value}' for key, value in parameters.items()]
+    config.write_text("\n".join(lines) + "\n")
+    command = [
+        str(Path(sys.executable).with_name("schemathesis")),
+        "--config-file",
+        str(config),
+        "run",
+        f"http://127.0.0.1:{args.port}/api/public/schema/?format=json",
+        "--url",
+        f"http://127.0.0.1:{args.port}",
+        "--header",
+        f"Authorization: Bearer {token}",
+        "--checks",
+        CHECKS,
+        "--max-examples",
+        str(args.max_examples),
+        "--phases",
+        "examples,coverage,fuzzing",
+        "--seed",
+        str(args.seed),
+        "--workers",
+        "2",
+        "--request-timeout",
+        "30",
+        "--no-color",
+        "--suppress-health-check",
+        "all",
+        "--generation-database",
+        "none",
+    ]
+    print(f"\n== schemathesis, {name} ids")
+    started = time.monotonic()
+    result = subprocess.run(
+        command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1")
+    )
+    output = result.stdout + result.stderr
+    log = OUT_DIR / f"schemathesis-{name}.log"
+    log.write_text(output)
+    summary = _summary(output)
+    print(summary or output[-3000:])
+    print(f"({time.monotonic() - started:.0f} s, exit {result.returncode}, full log {log})")
+    return result.returncode == 0
+
+
+def _summary(output: str) -> str:
+    """Schemathesis's closing sections, without the per-operation progress lines."""
+    for marker in ("=== FAILURES", "=== SUMMARY", "SUMMARY"):
+        index = output.find(marker)
+        if index >= 0:
+            return output[index:].strip()[-6000:]
+    return ""
+
+
+def access_log_statuses(path: Path) -> Counter:
+    statuses: Counter = Counter()
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("logger") == "ticketing.request":
+            statuses[entry["http_status"]] += 1
+    return statuses
+
+
+if __name__ == "__main__":
+    sys.exit(main())
