@@ -5,10 +5,12 @@ import hashlib
 import html as html_lib
 import re
 import secrets
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 from django.test import Client
+from pytest_django.live_server_helper import LiveServer
 
 from oauth_setup.models import Application
 from tests.factories import ApplicationFactory
@@ -111,3 +113,15 @@ def public_application(organizer):
         client_secret="",
         allow_client_credentials=False,
     )
+
+
+@contextmanager
+def live_server_on(port: int):
+    """pytest-django's live server, on a port of this suite's own range."""
+    server = LiveServer(f"127.0.0.1:{port}")
+    server._live_server_modified_settings.enable()
+    try:
+        yield server
+    finally:
+        server._live_server_modified_settings.disable()
+        server.stop()

@@ -7,9 +7,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import requests
 from django.conf import settings
-from pytest_django.live_server_helper import LiveServer
 
-from tests.oauth.conftest import REDIRECT_URI, authorize_url
+from tests.oauth.conftest import REDIRECT_URI, authorize_url, live_server_on
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -27,11 +26,8 @@ PHONE = {"width": 390, "height": 844}
 
 @pytest.fixture
 def live(transactional_db):
-    server = LiveServer(f"127.0.0.1:{LIVE_SERVER_PORT}")
-    server._live_server_modified_settings.enable()
-    yield server
-    server._live_server_modified_settings.disable()
-    server.stop()
+    with live_server_on(LIVE_SERVER_PORT) as server:
+        yield server
 
 
 @pytest.fixture
