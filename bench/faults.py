@@ -101,6 +101,9 @@ def main() -> int:
         load.stop.set()
         monitor.join()
         elapsed = time.monotonic() - started
+        print(
+            f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} after the run"
+        )
         respawned = {s.port: len(s.worker_pids()) for s in servers}
     finally:
         for server in servers:

@@ -20,6 +20,7 @@ It creates its own database (`<DATABASE_URL's name>_scale_out`) and drops it at 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
@@ -92,6 +93,10 @@ def main() -> int:
         )
         load = Load(data, distinct, shared, args.clients, args.ports, args.me_calls)
         load.run()
+        # Clients and servers share this machine's cores: the figures depend on what else runs.
+        print(
+            f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} after the run"
+        )
     finally:
         for server in servers:
             server.stop()
