@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench._harness import (
     OUT_DIR,
-    ROOT,
     Gunicorn,
     call,
     database_name,
@@ -167,7 +166,7 @@ def run_schemathesis(name: str, args, token: str, parameters: dict) -> Counter:
     print(f"\n== schemathesis, {name} ids")
     started = time.monotonic()
     result = subprocess.run(
-        command, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1")
+        command, cwd=OUT_DIR, capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1")
     )
     output = result.stdout + result.stderr
     log = OUT_DIR / f"schemathesis-{name}.log"
