@@ -10,7 +10,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
-from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 
 from tests.conftest import mint_token
@@ -24,6 +23,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
+from tests.oauth.conftest import stored_token
 from tickets.models import Ticket
 
 CALLERS = (
@@ -236,7 +236,7 @@ class World:
             raw = mint_token(
                 application=self.application, user=self.member, scope="public organizer"
             )
-            AccessToken.objects.get(token=raw).revoke()
+            stored_token(raw).revoke()
             return raw
         apps = {
             "app_own": self.application,

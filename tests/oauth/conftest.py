@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlencode, urlparse
 
 import pytest
 from django.test import Client
+from oauth2_provider.models import AccessToken
 from pytest_django.live_server_helper import LiveServer
 
 from oauth_setup.models import Application
@@ -125,3 +126,8 @@ def live_server_on(port: int):
     finally:
         server._live_server_modified_settings.disable()
         server.stop()
+
+
+def stored_token(raw: str) -> AccessToken:
+    """The access token row of a token value: rows keep only its SHA-256 (RFC 9700 §4)."""
+    return AccessToken.objects.get(token_checksum=hashlib.sha256(raw.encode()).hexdigest())

@@ -18,6 +18,7 @@ from tests.oauth.conftest import (
     pkce_pair,
     query_of,
     refresh,
+    stored_token,
 )
 
 pytestmark = pytest.mark.django_db
@@ -106,6 +107,7 @@ def test_consent_post_without_csrf_is_refused(application, member):
 def test_confidential_flow_without_pkce_issues_spec_token_response(application, member):
     redirect = consent(browser(member), application, scope="public organizer", state="s-1")
     assert redirect["state"] == "s-1"
+    assert redirect["iss"] == "http://testserver"  # RFC 9207: which server answered
     before = int(time.time())
 
     response = exchange_code(application, redirect["code"])
@@ -127,8 +129,10 @@ def test_confidential_flow_without_pkce_issues_spec_token_response(application, 
     assert body["scope"] == "public organizer"
     assert isinstance(body["created_at"], int)
     assert before <= body["created_at"] <= int(time.time())
-    token = AccessToken.objects.get(token=body["access_token"])
+    token = stored_token(body["access_token"])
     assert token.user == member and token.application == application
+    assert token.token == ""  # only the hash is stored
+    assert RefreshToken.objects.get(access_token=token).token == ""
 
     me = TokenClient(body["access_token"]).get("/api/public/me")
     assert me.status_code == 200
@@ -382,5 +386,9 @@ def test_consent_form_with_added_scope_is_invalid_scope(application, member):
     data = {**_consent_form(client, application), "scope": "public organizer admin"}
     answer = client.post("/oauth/authorize", data)
     assert answer.status_code == 302
-    assert query_of(answer["Location"]) == {"error": "invalid_scope", "state": "xyz"}
+    assert query_of(answer["Location"]) == {
+        "error": "invalid_scope",
+        "state": "xyz",
+        "iss": "http://testserver",
+    }
     assert not Grant.objects.exists()

@@ -9,6 +9,7 @@ from oauth2_provider.models import AccessToken
 from oauth_setup.models import Application
 from tests.conftest import TokenClient
 from tests.factories import ApplicationFactory
+from tests.oauth.conftest import stored_token
 from tests.oauth.support import wait_for_fresh_window
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,7 @@ def test_client_credentials_token_response(application):
     assert set(body) == {"access_token", "token_type", "expires_in", "scope", "created_at"}
     assert (body["token_type"], body["expires_in"], body["scope"]) == ("Bearer", 7200, "public")
     assert isinstance(body["created_at"], int)
-    token = AccessToken.objects.get(token=body["access_token"])
+    token = stored_token(body["access_token"])
     assert token.user is None and token.application == application
     assert TokenClient(body["access_token"]).get("/api/public/organizers").status_code == 200
 

