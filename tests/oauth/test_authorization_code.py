@@ -392,3 +392,13 @@ def test_consent_form_with_added_scope_is_invalid_scope(application, member):
         "iss": "http://testserver",
     }
     assert not Grant.objects.exists()
+
+
+def test_pkce_plain_method_is_refused(public_application, member):
+    # DOT refuses it when the grant would be created, i.e. on Allow (RFC 9700 §2.1.1).
+    redirect = consent(
+        browser(member), public_application, code_challenge="x" * 43, code_challenge_method="plain"
+    )
+    assert redirect["error"] == "invalid_request"
+    assert redirect["error_description"] == 'Unsupported "plain" code_challenge_method; use "S256".'
+    assert not Grant.objects.exists()

@@ -161,3 +161,12 @@ def test_introspect_with_client_credentials(application, other_application):
     assert unknown.json() == {"active": False}
     anonymous = Client().post("/oauth/introspect/", {"token": token})
     assert anonymous.status_code == 403
+
+
+def test_password_grant_is_refused(application, member):
+    response = client_credentials(
+        application, grant_type="password", username="staff", password="password"
+    )
+    assert response.status_code == 400
+    assert response.json()["error"] in {"unsupported_grant_type", "unauthorized_client"}
+    assert not AccessToken.objects.exists()
