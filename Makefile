@@ -21,6 +21,17 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(VENV)/bin/pytest
 
+serve: $(VENV)/.installed
+	PYTHON=$(PY) HOST=$(HOST) PORT=$(PORT) SECURE_SSL_REDIRECT=$${SECURE_SSL_REDIRECT:-false} ./deploy/serve.sh
+
+bench: $(VENV)/.installed
+	$(PY) bench/read_api.py
+	$(PY) bench/checkin_throughput.py
+	$(PY) bench/import_tickets.py
+	$(PY) bench/scale_out.py
+	$(PY) bench/faults.py
+	$(PY) bench/hostile.py
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
