@@ -2,6 +2,8 @@
 
 import io
 import logging
+import time
+from pathlib import Path
 
 import pytest
 
@@ -96,9 +98,13 @@ def _assert_scrubbed(log_text: str, marker: str) -> None:
     assert marker in log_text, log_text[-3000:]
 
 
-def _hit(port: int) -> None:
+def _hit(port: int, log: Path, last_line: str) -> None:
     assert get(f"http://127.0.0.1:{port}/api/public/info?access_token={SECRET}")[0] == 200
     assert get(f"http://127.0.0.1:{port}/api/public/nowhere?access_token={SECRET}")[0] == 404
+    # Servers write the access line after the response: wait for it before stopping them.
+    deadline = time.monotonic() + 10
+    while last_line not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def test_runserver_access_log_has_no_token(tmp_path):
@@ -106,7 +112,7 @@ def test_runserver_access_log_has_no_token(tmp_path):
     env = server_env(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     log = tmp_path / "runserver.log"
     with running(runserver_command(port), port=port, env=env, log=log):
-        _hit(port)
+        _hit(port, log, "/api/public/nowhere?access_token=[scrubbed] HTTP/1.1")
     text = log.read_text()
     _assert_scrubbed(text, '"GET /api/public/info?access_token=[scrubbed] HTTP/1.1" 200')
     _assert_scrubbed(text, '"GET /api/public/nowhere?access_token=[scrubbed] HTTP/1.1" 404')
@@ -119,7 +125,7 @@ def test_gunicorn_access_log_has_no_token(tmp_path):
     access = tmp_path / "access.log"
     command = gunicorn_command(port, "--access-logfile", str(access), "--error-logfile", "-")
     with running(command, port=port, env=env, log=log):
-        _hit(port)
+        _hit(port, access, "/api/public/nowhere?access_token=[scrubbed] HTTP/1.1")
     _assert_scrubbed(
         access.read_text(), '"GET /api/public/info?access_token=[scrubbed] HTTP/1.1" 200'
     )
