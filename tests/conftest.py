@@ -20,6 +20,17 @@ from tests.factories import (
 )
 
 CHROMIUM = "/usr/bin/chromium"
+# Headless Chromium as root on a closed network: no sandbox, and no background connections
+# (they would be refused, many at a time).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def pytest_collection_modifyitems(config, items):

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
-from tests.conftest import CHROMIUM
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.factories import (
     EventFactory,
     MembershipFactory,
@@ -18,15 +18,6 @@ from tickets.models import CheckInLog, Ticket
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 PORTS = range(8401, 8420)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
 
 

@@ -8,18 +8,9 @@ import pytest
 import requests
 from django.conf import settings
 
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.oauth.conftest import REDIRECT_URI, authorize_url, live_server_on
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 LIVE_SERVER_PORT = 8106
 PHONE = {"width": 390, "height": 844}
 
