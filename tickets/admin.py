@@ -17,9 +17,9 @@ from .services import (
     GateResult,
     phone_to_e164,
     ticket_check_in,
+    ticket_email_resend,
     ticket_renew,
     ticket_revoke,
-    ticket_send_email,
 )
 
 # One action runs one service call (one transaction) per ticket; a larger batch belongs in a
@@ -418,12 +418,11 @@ class TicketAdmin(OrganizerScopedAdmin):
             return
         done, failures = 0, []
         for ticket in tickets:
-            if ticket.status == Ticket.Status.REVOKED:
-                failures.append(f"{ticket.reference_code}: revoked tickets are not sent")
-            elif not ticket.email:
-                failures.append(f"{ticket.reference_code}: the holder has no email address")
+            try:
+                ticket_email_resend(ticket=ticket)
+            except ApplicationError as exc:
+                failures.append(f"{ticket.reference_code}: {exc.message}")
             else:
-                ticket_send_email(ticket_id=ticket.pk)
                 done += 1
         self.report(
             request,

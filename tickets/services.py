@@ -432,6 +432,23 @@ def ticket_send_email(*, ticket_id: int) -> None:
     transaction.on_commit(send, robust=True)
 
 
+def ticket_email_resend(*, ticket: Ticket) -> None:
+    """Send the holder their ticket again, after commit.
+
+    Raises: TicketRevoked (a revoked ticket admits no one), InvalidParameters (no email).
+    """
+    if ticket.status == Ticket.Status.REVOKED:
+        raise TicketRevoked(
+            f"Ticket {ticket.reference_code} is revoked; it is not sent.", ticket=ticket
+        )
+    if not ticket.email:
+        raise InvalidParameters(
+            f"Ticket {ticket.reference_code} has no holder email address.",
+            fields={"email": ["The holder has no email address."]},
+        )
+    ticket_send_email(ticket_id=ticket.pk)
+
+
 # --- Check in and renew ---------------------------------------------------------------------
 
 

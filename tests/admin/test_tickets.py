@@ -149,7 +149,7 @@ def test_resend_email_queues_after_commit(
 
     assert messages_of(response) == [
         "Queued the ticket email of 1 ticket.",
-        "1 not done: AREV02: revoked tickets are not sent",
+        "1 not done: AREV02: Ticket AREV02 is revoked; it is not sent.",
     ]
     assert [m.to for m in mail.outbox] == [[world_a.ticket.email]]
     assert "ACODE01" in mail.outbox[0].body
