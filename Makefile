@@ -7,9 +7,14 @@ PORT ?= 8000
 
 .PHONY: run test lint serve bench clean
 
+# The service's dependencies; the test tools (a browser driver, schemathesis) only for tests.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e ".[dev]"
 	touch $@
 
@@ -18,13 +23,13 @@ run: $(VENV)/.installed
 	SITE_URL=http://$(HOST):$(PORT) $(PY) manage.py bootstrap_demo
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed-dev
 	$(VENV)/bin/pytest
 
 serve: $(VENV)/.installed
 	PYTHON=$(PY) HOST=$(HOST) PORT=$(PORT) SECURE_SSL_REDIRECT=$${SECURE_SSL_REDIRECT:-false} ./deploy/serve.sh
 
-bench: $(VENV)/.installed
+bench: $(VENV)/.installed-dev
 	$(PY) bench/read_api.py
 	$(PY) bench/checkin_throughput.py
 	$(PY) bench/import_tickets.py
@@ -32,7 +37,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/faults.py
 	$(PY) bench/hostile.py
 
-lint: $(VENV)/.installed
+lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
