@@ -22,7 +22,7 @@ from rest_framework.views import APIView
 
 from events.selectors import event_get_for_organizer
 from ticketing.api.caller import caller_of
-from ticketing.api.fields import Int32Field
+from ticketing.api.fields import Int32Field, StrictCharField
 from ticketing.api.permissions import OrganizerResource, OrganizerUserResource
 
 from .serializers import TicketSerializer
@@ -141,10 +141,8 @@ class _GateInput(serializers.Serializer):
         allow_null=True,
         help_text="When it happened (ISO 8601; default now). Past allowed, at most 5 min ahead.",
     )
-    nfc_uid = serializers.CharField(
-        required=False, allow_null=True, allow_blank=True, max_length=64
-    )
-    note = serializers.CharField(required=False, allow_blank=True, max_length=1000, default="")
+    nfc_uid = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    note = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
 
     def validate_used_at(self, value):
         if value is not None and value > timezone.now() + USED_AT_MAX_AHEAD:
@@ -241,20 +239,20 @@ class TicketCreateMixin:
 
     class InputSerializer(serializers.Serializer):
         ticket_type_id = Int32Field(min_value=1, max_value=INT32_MAX)
-        firstname = serializers.CharField(max_length=150)
-        lastname = serializers.CharField(max_length=150)
+        firstname = StrictCharField(max_length=150)
+        lastname = StrictCharField(max_length=150)
         email = serializers.EmailField(max_length=254)
-        phone = serializers.CharField(
+        phone = StrictCharField(
             max_length=32, help_text="Any format; stored in E.164 (default region TH)."
         )
-        external_id = serializers.CharField(
+        external_id = StrictCharField(
             required=False,
             allow_null=True,
             allow_blank=True,
             max_length=64,
             help_text="Your id for this ticket: sending it again replays the creation.",
         )
-        reference_code = serializers.CharField(
+        reference_code = StrictCharField(
             required=False,
             allow_null=True,
             allow_blank=True,
@@ -387,10 +385,10 @@ class TicketInvalidateView(APIView):
 
     class InputSerializer(serializers.Serializer):
         ticket_id = Int32Field(required=False, min_value=1, max_value=INT32_MAX)
-        reference_code = serializers.CharField(
+        reference_code = StrictCharField(
             required=False, max_length=64, help_text="Case and surrounding spaces are ignored."
         )
-        reason = serializers.CharField(
+        reason = StrictCharField(
             required=False,
             allow_blank=True,
             max_length=2000,

@@ -10,7 +10,7 @@ from tests.factories import CheckInTypeFactory
 from tickets.gate_views import IdListField
 from tickets.models import TicketCheckIn
 
-from .conftest import checkin_url, client_for
+from .conftest import checkin_url, client_for, db_state, tickets_url
 
 
 class _Ids(serializers.Serializer):
@@ -157,3 +157,34 @@ def test_check_in_note_and_nfc_uid_length_limits(user_token, ticket):
     response = client.post(checkin_url(ticket), {"note": "n" * 1001, "nfc_uid": "x" * 65})
     assert response.status_code == 400
     assert set(response.json()["fields"]) == {"note", "nfc_uid"}
+
+
+@pytest.mark.parametrize("note", [0, 1.5, True, ["x"], {"a": 1}])
+def test_json_text_fields_must_be_text(organizer_client, ticket, note):
+    """The schema says string: a JSON number or boolean is refused, not turned into "0"."""
+    before = db_state(ticket.event)
+    response = organizer_client.post(checkin_url(ticket), {"note": note}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_parameters"
+    assert list(response.json()["fields"]) == ["note"]
+    assert db_state(ticket.event) == before
+
+
+def test_ticket_create_refuses_a_number_for_a_name(organizer_client, event, ticket_type):
+    before = db_state(event)
+    response = organizer_client.post(
+        tickets_url(event),
+        {
+            "ticket_type_id": ticket_type.id,
+            "firstname": 123,
+            "lastname": "Jaidee",
+            "email": "somsak@example.com",
+            "phone": "0812345678",
+        },
+        format="json",
+    )
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"firstname": ["Not a valid string."]}
+    assert db_state(event) == before

@@ -66,3 +66,12 @@ class SuccessField(serializers.Field):
 
     def to_representation(self, value) -> bool:
         return True
+
+
+class StrictCharField(serializers.CharField):
+    """Text input that must arrive as text: a JSON number or boolean is a 400, not coerced."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)

@@ -276,6 +276,15 @@ def order_queryset(queryset: QuerySet, *, order_by: str, descending: bool) -> Qu
 class ApiFilterSet(filters.FilterSet):
     """Runs the filters, then orders by `order_by`/`order` (declared on every list filter)."""
 
+    def is_valid(self) -> bool:
+        # django-filter skips a parameter sent empty; the contract makes any value outside the
+        # allowed ones a 400, and an empty `order=` is more likely a client bug than a wish.
+        valid = super().is_valid()
+        blank = [name for name in self.filters if self.data.get(name, None) == ""]
+        for name in blank:
+            self.form.add_error(name, "Must not be empty: leave the parameter out instead.")
+        return valid and not blank
+
     def filter_queryset(self, queryset):
         queryset = super().filter_queryset(queryset)
         data = self.form.cleaned_data
