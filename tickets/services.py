@@ -197,7 +197,12 @@ def with_form_answers(ticket: Ticket, *, has_answers: bool = True) -> Ticket:
 
 
 def _ticket_for_output(**filters) -> Ticket | None:
-    ticket = Ticket.objects.select_related("ticket_type").filter(**filters).first()
+    """The ticket matching unique `filters`, or None.
+
+    No `first()`: its ORDER BY id is meaningless on a unique key, and on a growing table with
+    stale statistics it can lead the planner away from the unique index.
+    """
+    ticket = next(iter(Ticket.objects.select_related("ticket_type").filter(**filters)[:1]), None)
     return with_form_answers(ticket) if ticket is not None else None
 
 
