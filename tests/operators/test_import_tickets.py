@@ -370,3 +370,26 @@ def test_per_ticket_service_log_only_when_verbose(
     created = [r for r in caplog.records if r.name == "tickets.services" and "created" in r.message]
     assert len(created) == logged
     assert logging.getLogger("tickets.services").level == logging.NOTSET
+
+
+@pytest.mark.django_db
+def test_import_commits_in_chunks_and_a_bad_row_undoes_only_itself(
+    tmp_path, event, regular, monkeypatch
+):
+    monkeypatch.setattr("tickets.management.commands.import_tickets.CHUNK_ROWS", 3)
+    rows = [
+        f"Guest{i},Jaidee,guest{i}@example.com,08123456{i:02d},Regular,chunk-{i},\n"
+        for i in range(7)
+    ]
+    rows[4] = "Bad,Phone,bad@example.com,123,Regular,chunk-4,\n"  # line 6, middle of chunk 2
+    path = _csv(tmp_path, HEADER + "".join(rows))
+
+    out, _, error = _run(event, path)
+
+    assert error == "1 row rejected (listed above with their line numbers)."
+    assert "line 6:" in out
+    assert sorted(Ticket.objects.filter(event=event).values_list("external_id", flat=True)) == [
+        f"chunk-{i}" for i in (0, 1, 2, 3, 5, 6)
+    ]
+    regular.refresh_from_db()
+    assert regular.sold_count == 6  # the rejected row's claim was rolled back with it
