@@ -5,6 +5,7 @@ import secrets
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
@@ -37,11 +38,14 @@ def pytest_collection_modifyitems(config, items):
     """Run what this machine can run; CI (REQUIRE_ALL_TESTS) must be able to run everything.
 
     Tests marked `postgres` need row locks and real concurrency, which SQLite cannot show;
-    tests marked `browser` need Chromium.
+    tests marked `redis` need a cache shared between processes; tests marked `browser` need
+    Chromium.
     """
     missing = {}
     if connection.vendor != "postgresql":
         missing["postgres"] = "needs PostgreSQL: set DATABASE_URL (CI does)"
+    if not settings.REDIS_URL:
+        missing["redis"] = "needs Redis: set REDIS_URL (CI does)"
     if not os.path.exists(CHROMIUM):
         missing["browser"] = f"needs {CHROMIUM} (Debian package chromium; CI installs it)"
     if not missing:

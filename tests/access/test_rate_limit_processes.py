@@ -3,7 +3,6 @@
 import json
 
 import pytest
-from django.conf import settings
 
 from tests.conftest import mint_token
 from tests.factories import ApplicationFactory, UserFactory
@@ -20,10 +19,9 @@ PORTS = (8101, 8102)
 
 
 @pytest.mark.postgres
+@pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_me_limit_is_shared_by_two_gunicorn_processes(tmp_path):
-    if not settings.REDIS_URL:
-        pytest.skip("needs REDIS_URL: the limit is shared through Redis (CONTRACT §9)")
     user = UserFactory()
     token = mint_token(application=ApplicationFactory(), user=user)
     env = server_env(DATABASE_URL=database_url())
