@@ -2,7 +2,13 @@ from django import forms
 from django.contrib import admin
 from django.utils.translation import ngettext
 
-from ticketing.admin_scoping import EventFilter, OrganizerScopedAdmin, ReadOnlyInline, can_manage
+from ticketing.admin_scoping import (
+    EventFilter,
+    FormAnswerInline,
+    OrganizerScopedAdmin,
+    ReadOnlyInline,
+    can_manage,
+)
 from ticketing.api.exceptions import ApplicationError
 from tickets.models import Ticket
 from tickets.services import Actor
@@ -33,19 +39,8 @@ class OrderTicketInline(ReadOnlyInline, admin.TabularInline):
         return obj.holder_name
 
 
-class OrderFormAnswerInline(ReadOnlyInline, admin.TabularInline):
+class OrderFormAnswerInline(FormAnswerInline):
     model = OrderFormAnswer
-    parent_organizer_path = "event__organizer"
-    verbose_name_plural = "form answers"
-    fields = ["question", "value"]
-    readonly_fields = fields
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("field")
-
-    @admin.display(description="question")
-    def question(self, obj):
-        return obj.field.label
 
 
 class OrderForm(forms.ModelForm):

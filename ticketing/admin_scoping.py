@@ -280,6 +280,22 @@ class ReadOnlyInline(OrganizerScopedInline):
     show_change_link = False
 
 
+class FormAnswerInline(ReadOnlyInline, admin.TabularInline):
+    """An order's or a ticket's answers to the event's custom questions, read-only."""
+
+    parent_organizer_path = "event__organizer"
+    verbose_name_plural = "form answers"
+    fields = ["question", "value"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("field")
+
+    @admin.display(description="question")
+    def question(self, obj):
+        return obj.field.label
+
+
 class ScopedRelatedFilter(admin.SimpleListFilter):
     """A changelist filter whose choices are only the user's organizers' objects."""
 

@@ -5,6 +5,7 @@ from django.utils.translation import ngettext
 from events.models import CheckInType
 from ticketing.admin_scoping import (
     EventFilter,
+    FormAnswerInline,
     OrganizerScopedAdmin,
     ReadOnlyInline,
     ScopedRelatedFilter,
@@ -90,19 +91,8 @@ class TicketCheckInInline(ReadOnlyInline, admin.TabularInline):
         return obj.check_in_type.name
 
 
-class TicketFormAnswerInline(ReadOnlyInline, admin.TabularInline):
+class TicketFormAnswerInline(FormAnswerInline):
     model = TicketFormAnswer
-    parent_organizer_path = "event__organizer"
-    verbose_name_plural = "form answers"
-    fields = ["question", "value"]
-    readonly_fields = fields
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).select_related("field")
-
-    @admin.display(description="question")
-    def question(self, obj):
-        return obj.field.label
 
 
 class TicketForm(forms.ModelForm):
