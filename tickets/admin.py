@@ -266,6 +266,29 @@ class TicketAdmin(OrganizerScopedAdmin):
             return None
         return tickets
 
+    def _each(self, request, tickets, operation, singular: str, plural: str) -> None:
+        """Apply `operation` (a service call) to each ticket and report the outcome.
+
+        The operation returns None on success or a sentence saying what did not happen; a
+        service's rejection becomes that ticket's failure, with the service's own message.
+        """
+        done, failures = 0, []
+        for ticket in tickets:
+            try:
+                problem = operation(ticket)
+            except ApplicationError as exc:
+                problem = f"{ticket.reference_code}: {exc.message}"
+            if problem:
+                failures.append(problem)
+            else:
+                done += 1
+        self.report(
+            request,
+            done=done,
+            done_message=ngettext(singular, plural, done) % done,
+            failures=failures,
+        )
+
     def _ticket_page(self, request, *, action, title, form, tickets, button):
         return self.action_page(
             request,
@@ -305,35 +328,23 @@ class TicketAdmin(OrganizerScopedAdmin):
             )
         note = form.cleaned_data.get("note", "") if form.is_bound else ""
         actor = Actor(user=request.user)
-        done, failures = 0, []
-        for ticket in tickets:
+
+        def check_in(ticket: Ticket) -> str | None:
             type_ids = (
                 form.cleaned_data.get(f"types_{ticket.event_id}") or None
                 if ticket.event_id in types_by_event
                 else None
             )
-            try:
-                result = ticket_check_in(
-                    event=ticket.event,
-                    ticket_id=ticket.pk,
-                    actor=actor,
-                    check_in_type_ids=type_ids,
-                    note=note,
-                )
-            except ApplicationError as exc:
-                failures.append(f"{ticket.reference_code}: {exc.message}")
-                continue
-            problem = _gate_outcome(ticket, result)
-            if problem:
-                failures.append(problem)
-            else:
-                done += 1
-        self.report(
-            request,
-            done=done,
-            done_message=ngettext("Checked in %d ticket.", "Checked in %d tickets.", done) % done,
-            failures=failures,
-        )
+            result = ticket_check_in(
+                event=ticket.event,
+                ticket_id=ticket.pk,
+                actor=actor,
+                check_in_type_ids=type_ids,
+                note=note,
+            )
+            return _gate_outcome(ticket, result)
+
+        self._each(request, tickets, check_in, "Checked in %d ticket.", "Checked in %d tickets.")
         return None
 
     @admin.action(description="Undo check-in", permissions=["operate"])
@@ -342,26 +353,17 @@ class TicketAdmin(OrganizerScopedAdmin):
         if tickets is None:
             return
         actor = Actor(user=request.user)
-        done, failures = 0, []
-        for ticket in tickets:
-            try:
-                result = ticket_renew(event=ticket.event, ticket_id=ticket.pk, actor=actor)
-            except ApplicationError as exc:
-                failures.append(f"{ticket.reference_code}: {exc.message}")
-                continue
-            problem = _gate_outcome(ticket, result)
-            if problem:
-                failures.append(problem)
-            else:
-                done += 1
-        self.report(
+
+        def undo(ticket: Ticket) -> str | None:
+            result = ticket_renew(event=ticket.event, ticket_id=ticket.pk, actor=actor)
+            return _gate_outcome(ticket, result)
+
+        self._each(
             request,
-            done=done,
-            done_message=ngettext(
-                "Undid the check-in of %d ticket.", "Undid the check-in of %d tickets.", done
-            )
-            % done,
-            failures=failures,
+            tickets,
+            undo,
+            "Undid the check-in of %d ticket.",
+            "Undid the check-in of %d tickets.",
         )
 
     @admin.action(description="Revoke (with a note)…", permissions=["operate"])
@@ -380,25 +382,16 @@ class TicketAdmin(OrganizerScopedAdmin):
                 button="Revoke",
             )
         actor = Actor(user=request.user)
-        done, failures = 0, []
-        for ticket in tickets:
-            try:
-                ticket_revoke(
-                    event=ticket.event,
-                    ticket_id=ticket.pk,
-                    reason=form.cleaned_data["reason"],
-                    actor=actor,
-                )
-            except ApplicationError as exc:
-                failures.append(f"{ticket.reference_code}: {exc.message}")
-            else:
-                done += 1
-        self.report(
-            request,
-            done=done,
-            done_message=ngettext("Revoked %d ticket.", "Revoked %d tickets.", done) % done,
-            failures=failures,
-        )
+
+        def revoke(ticket: Ticket) -> None:
+            ticket_revoke(
+                event=ticket.event,
+                ticket_id=ticket.pk,
+                reason=form.cleaned_data["reason"],
+                actor=actor,
+            )
+
+        self._each(request, tickets, revoke, "Revoked %d ticket.", "Revoked %d tickets.")
         return None
 
     @admin.action(description="Resend ticket email", permissions=["operate"])
@@ -406,24 +399,12 @@ class TicketAdmin(OrganizerScopedAdmin):
         tickets = self._selected(request, queryset)
         if tickets is None:
             return
-        done, failures = 0, []
-        for ticket in tickets:
-            try:
-                ticket_email_resend(ticket=ticket)
-            except ApplicationError as exc:
-                failures.append(f"{ticket.reference_code}: {exc.message}")
-            else:
-                done += 1
-        self.report(
+        self._each(
             request,
-            done=done,
-            done_message=ngettext(
-                "Queued the ticket email of %d ticket.",
-                "Queued the ticket emails of %d tickets.",
-                done,
-            )
-            % done,
-            failures=failures,
+            tickets,
+            lambda ticket: ticket_email_resend(ticket=ticket),
+            "Queued the ticket email of %d ticket.",
+            "Queued the ticket emails of %d tickets.",
         )
 
 
