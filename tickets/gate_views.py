@@ -6,7 +6,7 @@ the API exception handler; a check-in, renew or invalidate rejection already car
 
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 from drf_spectacular.utils import (
@@ -38,6 +38,9 @@ from .services import (
 
 INT32_MAX = 2**31 - 1
 USED_AT_MAX_AHEAD = timedelta(minutes=5)
+# Offline scanners sync late, so the past is allowed; but a time before this is a scanner whose
+# clock was reset (and would render with a zone's pre-1920 local-mean-time offset).
+USED_AT_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
 _ID_TEXT = re.compile(r"^\s*[+-]?\d{1,20}\s*$")
 _BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "application/json")
 
@@ -139,14 +142,20 @@ class _GateInput(serializers.Serializer):
     used_at = serializers.DateTimeField(
         required=False,
         allow_null=True,
-        help_text="When it happened (ISO 8601; default now). Past allowed, at most 5 min ahead.",
+        help_text="When it happened (ISO 8601; default now). Past allowed (from 2000 on), at "
+        "most 5 minutes ahead.",
     )
     nfc_uid = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
     note = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
 
     def validate_used_at(self, value):
-        if value is not None and value > timezone.now() + USED_AT_MAX_AHEAD:
+        if value is None:
+            return value
+        now = timezone.now()
+        if value > now + USED_AT_MAX_AHEAD:
             raise serializers.ValidationError("Must not be more than 5 minutes in the future.")
+        if value < USED_AT_EARLIEST:
+            raise serializers.ValidationError("Must not be before 2000-01-01.")
         return value
 
     def validate_nfc_uid(self, value):
