@@ -224,6 +224,10 @@ RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 RATELIMIT_FAIL_OPEN = True
 
+# How long a validated access token may be served from the cache (oauth_setup.token_cache).
+# Revocation reaches every process only through a shared cache, hence off without Redis.
+API_TOKEN_CACHE_SECONDS = env_int("API_TOKEN_CACHE_SECONDS", 60 if REDIS_URL else 0)
+
 # Base URL the demo prints for clients; requests build absolute URLs from the Host header.
 SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 

@@ -14,6 +14,8 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# One process: even the in-memory cache sees every revocation, so tests run with the token cache.
+API_TOKEN_CACHE_SECONDS = 60
 
 if "KEY_PREFIX" in CACHES["default"]:  # noqa: F405
     # Parallel test processes share one Redis; each keeps its own counters.
