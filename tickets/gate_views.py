@@ -30,7 +30,7 @@ from .services import (
     Actor,
     phone_to_e164,
     reference_code_normalize,
-    ticket_check_in,
+    ticket_check_in_at_gate,
     ticket_create,
     ticket_renew,
     ticket_revoke,
@@ -53,6 +53,16 @@ def actor_of(request) -> Actor:
 def _validated(serializer_class, request) -> dict:
     serializer = serializer_class(data=request.data)
     serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _validated_for_event(serializer_class, request, *, event_id: int) -> dict:
+    """The body, for a service that finds the event itself: a missing event is still a 404
+    before the body is looked at (CONTRACT §3, step 8)."""
+    serializer = serializer_class(data=request.data)
+    if not serializer.is_valid():
+        event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        raise serializers.ValidationError(serializer.errors)
     return serializer.validated_data
 
 
@@ -361,9 +371,14 @@ class TicketCheckInView(APIView):
         binds_nfc=True,
     )
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
-        data = _validated(CheckInInputSerializer, request)
-        result = ticket_check_in(event=event, ticket_id=ticket_id, actor=actor_of(request), **data)
+        data = _validated_for_event(CheckInInputSerializer, request, event_id=event_id)
+        result = ticket_check_in_at_gate(
+            organizer_id=request.organizer.id,
+            event_id=event_id,
+            ticket_id=ticket_id,
+            actor=actor_of(request),
+            **data,
+        )
         return _gate_response(result)
 
 

@@ -180,6 +180,28 @@ def test_ticket_check_in_ticket_of_another_event_is_404(client, event, organizer
     assert db_state(other.event) == before
 
 
+def test_ticket_check_in_event_of_another_organizer_is_404(client, organizer, other_organizer):
+    """The path's organizer is the caller's; the event (and ticket) belong to someone else."""
+    foreign = TicketFactory(event=EventFactory(organizer=other_organizer))
+    response = client.post(
+        f"/api/public/organizers/{organizer.id}/events/{foreign.event_id}"
+        f"/tickets/{foreign.id}/checkin"
+    )
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
+    assert Ticket.objects.get(pk=foreign.pk).status == Ticket.Status.ACTIVE
+    assert not CheckInLog.objects.exists()
+
+
+def test_ticket_check_in_unknown_event_is_404_even_with_a_bad_body(client, organizer):
+    response = client.post(
+        f"/api/public/organizers/{organizer.id}/events/2147483647/tickets/1/checkin",
+        {"used_at": "not a time"},
+    )
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
+
+
 def test_ticket_check_in_of_another_organizers_ticket_is_hidden(app_token, ticket, other_organizer):
     event = EventFactory(organizer=other_organizer)
     foreign = TicketFactory(event=event)
