@@ -32,7 +32,13 @@ class NestedTicketTypeSerializer(serializers.Serializer):
 
 
 class TicketSerializer(serializers.ModelSerializer):
-    """The spec's Ticket. Needs `ticket_type` selected and `form_answers__field` prefetched."""
+    """The spec's Ticket. Needs `ticket_type` selected and `form_answers__field` prefetched.
+
+    The fields declare the ticket (and its schema); `to_representation` builds the same dict
+    directly, because DRF's copying of every field for every ticket costs more than the rest of
+    a check-in at the gate. `tests/read_api/test_ticket_representation.py` holds the two to the
+    same output.
+    """
 
     firstname = BlankAsNullCharField()
     lastname = BlankAsNullCharField()
@@ -71,13 +77,58 @@ class TicketSerializer(serializers.ModelSerializer):
 
     @extend_schema_field({"type": "string", "example": "฿1,500.00"})
     def get_price_label(self, ticket: Ticket) -> str:
+        return _price_label(ticket)
+
+    def to_representation(self, ticket: Ticket) -> dict:
         ticket_type = ticket.ticket_type
-        return price_label(
-            price=ticket_type.price,
-            ticket_type_kind=ticket_type.kind,
-            pack_size=ticket_type.pack_size,
-            ticket_kind=ticket.kind,
-        )
+        return {
+            "id": ticket.id,
+            "order_id": ticket.order_id,
+            "event_id": ticket.event_id,
+            "status": ticket.status,
+            "firstname": ticket.firstname or None,
+            "lastname": ticket.lastname or None,
+            "phone": ticket.phone or None,
+            "email": ticket.email or None,
+            "reference_code": ticket.reference_code,
+            "kind": ticket.kind,
+            "external_id": ticket.external_id or None,
+            "revoke_note": ticket.revoke_note or None,
+            "ticket_type": {
+                "id": str(ticket_type.id),
+                "name": ticket_type.name,
+                "price": satangs_to_decimal_string(ticket_type.price),
+                "price_satangs": str(ticket_type.price),
+                "kind": ticket_type.kind,
+            },
+            "price_label": _price_label(ticket),
+            "forms": [
+                {"id": answer.field_id, "label": answer.field.label, "value": answer.value}
+                for answer in ticket.form_answers.all()
+            ],
+            "created_at": _datetime(ticket.created_at),
+            "updated_at": _datetime(ticket.updated_at),
+            "used_at": _datetime(ticket.used_at),
+            "registered_at": _datetime(ticket.registered_at),
+        }
+
+
+_DATETIME_FIELD = serializers.DateTimeField()
+
+
+def _datetime(value) -> str | None:
+    """As DRF renders a datetime: ISO 8601 in the current time zone; None stays None."""
+    return _DATETIME_FIELD.to_representation(value)
+
+
+def _price_label(ticket: Ticket) -> str:
+    ticket_type = ticket.ticket_type
+    return price_label(
+        price=ticket_type.price,
+        ticket_type_kind=ticket_type.kind,
+        pack_size=ticket_type.pack_size,
+        ticket_kind=ticket.kind,
+    )
 
 
 class TicketResponseSerializer(serializers.Serializer):
