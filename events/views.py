@@ -31,7 +31,7 @@ class OrganizerEventsView(generics.ListAPIView):
     queryset = Event.objects.none()  # the model, for the schema; get_queryset scopes it
 
     def get_queryset(self):
-        return events_for_organizer(organizer_id=self.request.organizer.id)
+        return events_for_organizer(organizer_id=self.request.organizer_id)
 
 
 @extend_schema(
@@ -45,7 +45,7 @@ class EventDetailView(APIView):
     permission_classes = [OrganizerResource]
 
     def get(self, request, organizer_id: int, event_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         data = {
             "success": True,
             "event": event,
@@ -65,6 +65,6 @@ class EventCheckInTypesView(APIView):
     permission_classes = [OrganizerResource]
 
     def get(self, request, organizer_id: int, event_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         data = {"success": True, "check_in_types": check_in_types_for_event(event_id=event.id)}
         return Response(CheckInTypesResponseSerializer(data).data)

@@ -26,5 +26,5 @@ class UserOrdersView(generics.ListAPIView):
 
     def get_queryset(self):
         return user_orders_for_organizer(
-            user=caller_of(self.request).user, organizer_id=self.request.organizer.id
+            user=caller_of(self.request).user, organizer_id=self.request.organizer_id
         )

@@ -61,7 +61,7 @@ def _validated_for_event(serializer_class, request, *, event_id: int) -> dict:
     before the body is looked at (CONTRACT §3, step 8)."""
     serializer = serializer_class(data=request.data)
     if not serializer.is_valid():
-        event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         raise serializers.ValidationError(serializer.errors)
     return serializer.validated_data
 
@@ -330,7 +330,7 @@ class TicketCreateMixin:
         },
     )
     def post(self, request, organizer_id: int, event_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         data = _validated(TicketCreateMixin.InputSerializer, request)
         result = ticket_create(event=event, actor=actor_of(request), **data)
         return Response(
@@ -373,7 +373,7 @@ class TicketCheckInView(APIView):
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
         data = _validated_for_event(CheckInInputSerializer, request, event_id=event_id)
         result = ticket_check_in_at_gate(
-            organizer_id=request.organizer.id,
+            organizer_id=request.organizer_id,
             event_id=event_id,
             ticket_id=ticket_id,
             actor=actor_of(request),
@@ -396,7 +396,7 @@ class TicketRenewView(APIView):
         binds_nfc=False,
     )
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         data = _validated(RenewInputSerializer, request)
         result = ticket_renew(event=event, ticket_id=ticket_id, actor=actor_of(request), **data)
         return _gate_response(result)
@@ -446,7 +446,7 @@ class TicketInvalidateView(APIView):
         },
     )
     def post(self, request, organizer_id: int, event_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         data = _validated(TicketInvalidateView.InputSerializer, request)
         ticket = ticket_revoke(event=event, actor=actor_of(request), **data)
         return Response({"success": True, "ticket": TicketSerializer(ticket).data})

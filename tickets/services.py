@@ -192,8 +192,11 @@ def with_form_answers(ticket: Ticket, *, has_answers: bool = True) -> Ticket:
         answers = TicketFormAnswer.objects.select_related("field")
         prefetch_related_objects([ticket], Prefetch("form_answers", queryset=answers))
     else:
-        cache = ticket.__dict__.setdefault("_prefetched_objects_cache", {})
-        cache["form_answers"] = TicketFormAnswer.objects.none()
+        # What prefetch_related itself leaves for a ticket without answers: an evaluated
+        # queryset. A bare `.none()` would still be compiled each time it is read.
+        answers = TicketFormAnswer.objects.none()
+        answers._result_cache, answers._prefetch_done = [], True
+        ticket.__dict__.setdefault("_prefetched_objects_cache", {})["form_answers"] = answers
     return ticket
 
 

@@ -51,7 +51,7 @@ class EventTicketsView(TicketCreateMixin, generics.ListAPIView):
 
     def get_queryset(self):
         event = event_get_for_organizer(
-            organizer_id=self.request.organizer.id, event_id=self.kwargs["event_id"]
+            organizer_id=self.request.organizer_id, event_id=self.kwargs["event_id"]
         )
         return event_tickets(event_id=event.id)
 
@@ -90,7 +90,7 @@ class EventTicketSearchView(APIView):
     def get(self, request, organizer_id: int, event_id: int):
         params = _ExactlyOneKey(data=request.query_params)
         params.is_valid(raise_exception=True)
-        event = event_get_for_organizer(organizer_id=request.organizer.id, event_id=event_id)
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         ticket = event_ticket_find(event_id=event.id, **params.validated_data)
         return Response(TicketResponseSerializer({"ticket": ticket}).data)
 
@@ -108,7 +108,7 @@ class UserTicketsView(generics.ListAPIView):
 
     def get_queryset(self):
         return user_tickets_for_organizer(
-            user=caller_of(self.request).user, organizer_id=self.request.organizer.id
+            user=caller_of(self.request).user, organizer_id=self.request.organizer_id
         )
 
 

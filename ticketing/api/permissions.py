@@ -1,14 +1,13 @@
 """The access rules of CONTRACT §3, in its order; the first failed check wins.
 
-Views declare one class. Organizer-scoped classes resolve the path's organizer once and leave it
-on `request.organizer` (and the caller's role on `request.membership_role`: `owner`, `admin`,
+Views declare one class. Organizer-scoped classes resolve the path's organizer once and leave its
+id on `request.organizer_id` (and the caller's role on `request.membership_role`: `owner`, `admin`,
 `staff`, or None for an application token) for the view's selectors.
 """
 
-from django.db.models import OuterRef, Subquery
 from rest_framework.permissions import BasePermission
 
-from organizers.models import Membership, Organizer
+from organizers.selectors import OrganizerAccess, organizer_access
 
 from .caller import caller_of
 from .exceptions import (
@@ -48,24 +47,22 @@ class UserToken(BasePermission):
         return True
 
 
-def _organizer_from_path(request, view, *, with_membership_of=None) -> Organizer:
+def _organizer_from_path(request, view, *, with_membership_of=None) -> OrganizerAccess:
     """Step 4: the path's organizer, with the caller's role (None: not a member) in one query."""
-    organizer_id = view.kwargs.get("organizer_id")
-    queryset = Organizer.objects.filter(id=organizer_id)
-    if with_membership_of is not None:
-        role = Membership.objects.filter(organizer=OuterRef("pk"), user=with_membership_of)
-        queryset = queryset.annotate(caller_role=Subquery(role.values("role")[:1]))
-    organizer = queryset.first()
-    if organizer is None:
+    access = organizer_access(
+        organizer_id=view.kwargs.get("organizer_id"),
+        user_id=getattr(with_membership_of, "pk", None),
+    )
+    if access is None:
         raise NotFound("Organizer not found.")
-    request.organizer = organizer
-    return organizer
+    request.organizer_id = access.organizer_id
+    return access
 
 
-def _check_application_owner(caller, organizer: Organizer) -> None:
+def _check_application_owner(caller, organizer: OrganizerAccess) -> None:
     """Steps 5 and 6: tokens issued through another organizer's application."""
     owner_id = caller.application.organizer_id
-    if owner_id is None or owner_id == organizer.id:
+    if owner_id is None or owner_id == organizer.organizer_id:
         if owner_id is None and not caller.is_user_token:
             # A platform application acts for users, never as an organizer by itself.
             raise ApplicationNotOwned()
@@ -106,9 +103,9 @@ class OrganizerResource(BasePermission):
             organizer = _organizer_from_path(request, view)
         _check_application_owner(caller, organizer)
         if caller.is_user_token:
-            if organizer.caller_role is None:
+            if organizer.role is None:
                 raise NotOrganizerMember()
-            request.membership_role = organizer.caller_role
+            request.membership_role = organizer.role
         else:
             request.membership_role = None
         return True
