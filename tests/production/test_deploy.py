@@ -57,25 +57,46 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "SECRET_KEY must be set when DEBUG is off." in result.stderr
 
 
-def test_production_settings_values():
-    script = (
-        "import json; from django.conf import settings as s; print(json.dumps({"
-        "'debug': s.DEBUG, 'log_format': s.LOG_FORMAT, 'ssl_redirect': s.SECURE_SSL_REDIRECT, "
-        "'staticfiles': s.STORAGES['staticfiles']['BACKEND'], "
-        "'middleware0': s.MIDDLEWARE[0], "
-        "'db_options': s.DATABASES['default'].get('OPTIONS', {}).get('options')}))"
-    )
-    env = _production_env(DATABASE_URL="postgres://u@127.0.0.1:5432/whatever")
-    result = _manage("shell", "--no-imports", "-c", script, env=env)
+_SETTINGS_SCRIPT = (
+    "import json; from django.conf import settings as s; o = s.DATABASES['default']['OPTIONS'];"
+    " print(json.dumps({"
+    "'debug': s.DEBUG, 'log_format': s.LOG_FORMAT, 'ssl_redirect': s.SECURE_SSL_REDIRECT, "
+    "'staticfiles': s.STORAGES['staticfiles']['BACKEND'], "
+    "'middleware0': s.MIDDLEWARE[0], 'db_options': o.get('options'), "
+    "'server_side_binding': o.get('server_side_binding'), "
+    "'prepare_threshold': o.get('prepare_threshold'), "
+    "'token_cache_seconds': s.API_TOKEN_CACHE_SECONDS}))"
+)
+
+
+def _settings(**extra) -> dict:
+    env = _production_env(DATABASE_URL="postgres://u@127.0.0.1:5432/whatever", **extra)
+    if "REDIS_URL" not in extra:
+        env.pop("REDIS_URL", None)
+    result = _manage("shell", "--no-imports", "-c", _SETTINGS_SCRIPT, env=env)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {
+    return json.loads(result.stdout)
+
+
+def test_production_settings_values():
+    assert _settings() == {
         "debug": False,
         "log_format": "json",
         "ssl_redirect": True,
         "staticfiles": "whitenoise.storage.CompressedManifestStaticFilesStorage",
         "middleware0": "ticketing.middleware.RequestIdMiddleware",
         "db_options": "-c statement_timeout=15000",
+        "server_side_binding": True,
+        "prepare_threshold": 2,
+        # Without a shared cache a revocation could not reach the other processes.
+        "token_cache_seconds": 0,
     }
+
+
+def test_prepared_statements_off_and_token_cache_on_with_redis():
+    values = _settings(DB_PREPARED_STATEMENTS="false", REDIS_URL="redis://127.0.0.1:6379/0")
+    assert (values["server_side_binding"], values["prepare_threshold"]) == (None, None)
+    assert values["token_cache_seconds"] == 60
 
 
 def _port_is_free(port: int) -> bool:
