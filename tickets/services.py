@@ -1,8 +1,9 @@
 """The gate's writes: create, check in, renew and revoke tickets (CONTRACT §5, §7).
 
 Every rule that two requests could race on is enforced by the database, not by a prior read:
-the ticket row is locked with `select_for_update` before its state is read, capacity is claimed
-with one conditional UPDATE of the ticket type's counters, and the unique constraints on
+the ticket row is locked with `select_for_update` before its state is read (or, for the gate's
+common case, admitted by one conditional UPDATE whose WHERE clause is the rules), capacity is
+claimed with one conditional UPDATE of the ticket type's counters, and the unique constraints on
 `external_id`, `reference_code`, `nfc_uid` and (ticket, check-in type) are the last word.
 """
 
@@ -674,7 +675,8 @@ def _admit(
     two gates scanning at once, the second waits for the first's row lock, finds the ticket
     used, updates nothing and falls through to the full service, which says so.
     """
-    with transaction.get_connection().cursor() as cursor:
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
         cursor.execute(
             _admit_sql(),
             {
@@ -692,9 +694,11 @@ def _admit(
     if row is None:
         return None
     ticket_columns, type_columns = _admit_columns()
-    ticket = Ticket.from_db(None, ticket_columns, row[: len(ticket_columns)])
+    ticket = Ticket.from_db(connection.alias, ticket_columns, row[: len(ticket_columns)])
     ticket.ticket_type = TicketType.from_db(
-        None, type_columns, row[len(ticket_columns) : len(ticket_columns) + len(type_columns)]
+        connection.alias,
+        type_columns,
+        row[len(ticket_columns) : len(ticket_columns) + len(type_columns)],
     )
     return with_form_answers(ticket, has_answers=row[-1])
 
