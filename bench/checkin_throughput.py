@@ -24,6 +24,10 @@ exactly once with one audit row. The target: check-in throughput ≥ 50% of the 
 
 The per-token rate limit (1200/min) would throttle a benchmark, so the server runs with a
 limit far above what it can reach; the limit's cache round trip still happens on every call.
+
+With `--floor`, two more phases show what is left for a check-in's duties: bench-only DRF views
+(`bench/_floor.py`) without token, rate limit or organizer check, one running `SELECT 1` and one
+running only the check-in's admission statement (the same conditional UPDATE and audit row).
 """
 
 from __future__ import annotations
@@ -119,6 +123,11 @@ def parse_args():
         "--workers", type=int, default=None, help="Gunicorn workers (default: the config's)."
     )
     parser.add_argument("--keep-db", action="store_true", help="Do not drop the bench database.")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="Also time bench-only views doing only SELECT 1, and only the admission statement.",
+    )
     return parser.parse_args()
 
 
@@ -132,11 +141,13 @@ def main() -> int:
         API_RATE_LIMIT="100000000/m",
         CACHE_KEY_PREFIX="checkin-bench",
     )
+    if args.floor:
+        env["DJANGO_SETTINGS_MODULE"] = "bench._floor"
     print(f"database {database_name(bench_url)}: migrating and seeding", flush=True)
     recreate_database(bench_url)
     manage(env, "migrate", "--noinput")
     setup_django(env)
-    checkins = args.warmup + args.rounds * args.requests
+    checkins = args.warmup + args.rounds * args.requests * (2 if args.floor else 1)
     data = seed(tickets=checkins, gates=args.concurrency, label="checkin")
     ticket_ids = iter(data.ticket_ids)
     ids_lock = threading.Lock()
@@ -154,6 +165,23 @@ def main() -> int:
         token = data.gate_tokens[client % len(data.gate_tokens)]
         return call("POST", args.port, data.checkin_path(ticket_id), token=token, form={})
 
+    def floor(kind: str):
+        def send(i: int, client: int):
+            with ids_lock:
+                ticket_id = next(ticket_ids) if kind == "admit" else data.ticket_ids[0]
+            path = f"/bench-floor/{kind}/{data.organizer_id}/{data.event_id}/{ticket_id}"
+            return call("POST", args.port, path, form={})
+
+        return send
+
+    kinds = [
+        ("GET /info", info),
+        *([("POST floor SELECT 1", floor("select-one"))] if args.floor else []),
+        *([("POST floor admission", floor("admit"))] if args.floor else []),
+        ("GET check_in_types", authenticated_read),
+        ("POST checkin", check_in),
+    ]
+
     server = Gunicorn(port=args.port, env=env, workers=args.workers, name="checkin-bench")
     server.start()
     phases: list[Phase] = []
@@ -164,11 +192,7 @@ def main() -> int:
         for name, send in (("warm-up info", info), ("warm-up check-in", check_in)):
             run_phase(name, requests=args.warmup, concurrency=args.concurrency, send=send)
         for round_number in range(1, args.rounds + 1):
-            for name, send in (
-                ("GET /info", info),
-                ("GET check_in_types", authenticated_read),
-                ("POST checkin", check_in),
-            ):
+            for name, send in kinds:
                 phase = run_phase(
                     f"{name} #{round_number}",
                     requests=args.requests,
@@ -194,7 +218,7 @@ def main() -> int:
 
     baseline = [p for p in phases if p.name.startswith("GET /info")]
     authenticated = [p for p in phases if p.name.startswith("GET check_in_types")]
-    gate = [p for p in phases if p.name.startswith("POST")]
+    gate = [p for p in phases if p.name.startswith("POST checkin")]
 
     def summary(label: str, group: list[Phase]) -> tuple[float, float, float]:
         rate = statistics.median(p.rate for p in group)
@@ -208,6 +232,11 @@ def main() -> int:
         f"{workers} gunicorn workers (median rate over rounds; percentiles over all requests)"
     )
     info_rate, _, _ = summary("GET /info (baseline)", baseline)
+    for label in ("POST floor SELECT 1", "POST floor admission"):
+        group = [p for p in phases if p.name.startswith(label)]
+        if group:
+            rate, _, _ = summary(label, group)
+            print(f"{'':<28} {rate / info_rate:8.0%} of the baseline")
     read_rate, _, _ = summary("GET check_in_types (auth)", authenticated)
     gate_rate, _, _ = summary("POST checkin", gate)
     ratio = gate_rate / info_rate
