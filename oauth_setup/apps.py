@@ -10,6 +10,6 @@ class OauthSetupConfig(AppConfig):
         # `access_token=` a client sent there; they bypass settings.LOGGING's handler.
         from ticketing.logging import install_token_scrubbing
 
-        from . import signals  # noqa: F401  (connects the token cache's receivers)
+        from . import checks, signals  # noqa: F401  (registers checks, connects receivers)
 
         install_token_scrubbing()

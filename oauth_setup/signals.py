@@ -28,8 +28,9 @@ def _token_changed(sender, instance, **kwargs):
 
 
 @receiver(post_save, sender=get_user_model(), dispatch_uid="token_cache_user_saved")
-def _user_saved(sender, instance, created, **kwargs):
-    if not created:
+def _user_saved(sender, instance, created, update_fields=None, **kwargs):
+    # Logging in saves last_login only, which no cached token depends on.
+    if not created and set(update_fields or ()) != {"last_login"}:
         token_cache.forget_tokens_of(user=instance)
 
 

@@ -11,23 +11,30 @@ only where no entry exists: a request that read the token just before its revoca
 store it afterwards.
 
 The cache must be shared by every process (Redis) for that to reach them all, so the setting
-defaults to 0 (off) without `REDIS_URL`. The cached copy leaves out the user's password hash and
-the application's secret hash. Tokens restricted to a resource (RFC 8707) are never cached: DOT
-checks them against each request's URI.
+defaults to 0 (off) without `REDIS_URL`. A marker that cannot be written fails the change that
+needed it (the `strict` cache raises), so a revocation is never lost to a cache outage; reading
+and storing fail open, as a cache miss. The cached copy leaves out the token's stored value, the
+user's password hash and the application's secret hash. Tokens restricted to a resource
+(RFC 8707) are never cached: DOT checks them against each request's URI.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import cache
+from django.core.cache import cache, caches
 from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
-KEY_PREFIX = "api-token:"
+from .validators import token_may_act
+
+logger = logging.getLogger(__name__)
+
+KEY_PREFIX = "api-token:v1:"  # the version: a deployment that changes the models bumps it
 FORGOTTEN = "forgotten"
 # Not worth caching a token about to expire: DOT's own lookup decides its last moments.
 _MIN_LIFETIME = timedelta(seconds=5)
@@ -42,12 +49,16 @@ def _key(checksum: str) -> str:
     return KEY_PREFIX + checksum
 
 
+class TokenCacheUnavailable(Exception):
+    """The token cache could not be told of a change; the change must not happen."""
+
+
 def cached_token(raw_token: str):
     """The cached AccessToken (with its user and application) if still valid, else None."""
     if not settings.API_TOKEN_CACHE_SECONDS:
         return None
     token = cache.get(_key(checksum_of(raw_token)))
-    if not isinstance(token, get_access_token_model()) or token.is_expired():
+    if not isinstance(token, get_access_token_model()) or not token_may_act(token):
         return None
     return token
 
@@ -58,7 +69,7 @@ def remember(token) -> None:
     lifetime = token.expires - timezone.now()
     if not seconds or lifetime < _MIN_LIFETIME or token.resource:
         return
-    copy = _without(token)
+    copy = _without(token, "token")
     if token.user is not None:
         copy.user = _without(token.user, "password")
     copy.application = _without(token.application, "client_secret")
@@ -66,22 +77,35 @@ def remember(token) -> None:
 
 
 def forget(checksums) -> None:
-    """Mark these tokens as not to be served from the cache, now and after the commit."""
+    """Mark these tokens as not to be served from the cache, now and after the commit.
+
+    Raises: TokenCacheUnavailable, so that the revocation or change calling this rolls back.
+    """
+    seconds = settings.API_TOKEN_CACHE_SECONDS
     keys = [_key(checksum) for checksum in checksums if checksum]
-    if not keys:
+    if not seconds or not keys:
         return
 
     def mark():
-        cache.set_many(dict.fromkeys(keys, FORGOTTEN), timeout=settings.API_TOKEN_CACHE_SECONDS)
+        caches["strict"].set_many(dict.fromkeys(keys, FORGOTTEN), timeout=seconds)
 
-    mark()
-    transaction.on_commit(mark)
+    try:
+        mark()
+    except Exception as exc:  # whatever the cache backend raises when it is unreachable
+        logger.error("token cache unreachable; refusing the change: %s", exc)
+        raise TokenCacheUnavailable(str(exc)) from exc
+    # The marker above already keeps a concurrent reader from storing the token; this one
+    # only covers a transaction that outlives it.
+    transaction.on_commit(mark, robust=True)
 
 
 def forget_tokens_of(**owner) -> None:
-    """Forget every token of a user or an application (`user=` / `application=`, or `pk=`)."""
+    """Forget the live tokens of a user or an application (`user=` / `application=`, `pk=`)."""
+    if not settings.API_TOKEN_CACHE_SECONDS:
+        return
     AccessToken = get_access_token_model()
-    forget(AccessToken.objects.filter(**owner).values_list("token_checksum", flat=True))
+    live = AccessToken.objects.filter(expires__gt=timezone.now(), **owner)
+    forget(live.values_list("token_checksum", flat=True))
 
 
 def _without(instance, *secret_fields: str):

@@ -43,13 +43,14 @@ class OrganizerAccess:
     role: str | None  # the user's membership role; None: not a member, or no user asked
 
 
-def organizer_access(*, organizer_id: int, user_id: int | None) -> OrganizerAccess | None:
+def organizer_access(*, organizer_id: int | None, user_id: int | None) -> OrganizerAccess | None:
     """The organizer of an API path with the caller's role in it; None if it does not exist.
 
     Every organizer-scoped API call asks this before anything else, so it is one plain
     statement: the ORM's compilation of the same query costs five times its round trip.
     """
-    if not 1 <= organizer_id <= _ID_MAX:  # no such id, and SQLite cannot even bind some
+    if not isinstance(organizer_id, int) or not 1 <= organizer_id <= _ID_MAX:
+        return None  # no such id (and SQLite cannot even bind some)
         return None
     with connection.cursor() as cursor:
         cursor.execute(

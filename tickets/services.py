@@ -673,7 +673,9 @@ def _admit(
 
     The WHERE clause is every rule of a simple-mode admission, so the database decides: of
     two gates scanning at once, the second waits for the first's row lock, finds the ticket
-    used, updates nothing and falls through to the full service, which says so.
+    used, updates nothing and falls through to the full service, which says so. The statement
+    commits on its own; should the form answers then fail to load, the gate's retry gets
+    `ticket_already_used` with the ticket, as after any answer lost on the way.
     """
     connection = transaction.get_connection()
     with connection.cursor() as cursor:

@@ -4,8 +4,11 @@ import urllib.parse
 import urllib.request
 
 import pytest
+from django.contrib.auth.models import update_last_login
 from django.core.cache import cache
+from django.core.cache.backends.locmem import LocMemCache
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
@@ -110,6 +113,50 @@ def test_application_moved_to_another_organizer_is_seen_at_once(
     assert response.json()["error"] == "application_not_owned"
 
 
+def test_token_given_a_narrower_scope_is_seen_at_once(application, organizer, member):
+    raw = mint_token(application=application, user=member, scope="public organizer")
+    client = TokenClient(raw)
+    url = EVENTS.format(organizer.id)
+    assert client.get(url).status_code == 200
+    token = AccessToken.objects.get(token_checksum=token_cache.checksum_of(raw))
+    token.scope = "public"
+    token.save()
+    response = client.get(url)
+    assert response.status_code == 403
+    assert response.json()["error"] == "insufficient_scope"
+
+
+def test_logging_in_again_keeps_the_cached_token(application, member):
+    client = TokenClient(mint_token(application=application, user=member))
+    assert client.get("/api/public/organizers").status_code == 200
+    update_last_login(None, member)
+    assert _token_queries(client, "/api/public/organizers") == 0
+
+
+class _UnreachableCache(LocMemCache):
+    def set_many(self, *args, **kwargs):
+        raise ConnectionError("cache unreachable")
+
+
+@pytest.mark.django_db(transaction=True)  # the revocation's own transaction is the outermost
+def test_revocation_the_cache_cannot_record_is_refused_and_undone(settings, application):
+    raw = mint_token(application=application)
+    client = TokenClient(raw)
+    assert client.get("/api/public/organizers").status_code == 200
+    settings.CACHES = {
+        **settings.CACHES,
+        "strict": {"BACKEND": f"{__name__}._UnreachableCache", "LOCATION": "unreachable"},
+    }
+    revoked = Client(raise_request_exception=False).post(
+        "/oauth/revoke_token",
+        {"token": raw, "client_id": application.client_id, "client_secret": "s3cret"},
+    )
+    assert revoked.status_code == 503
+    assert "Retry-After" in revoked.headers
+    assert AccessToken.objects.filter(token_checksum=token_cache.checksum_of(raw)).exists()
+    assert client.get("/api/public/organizers").status_code == 200
+
+
 def test_a_read_from_before_a_revocation_is_not_stored_after_it(application):
     """The request read the token, the revocation committed, then the request tries to cache it."""
     raw = mint_token(application=application)
@@ -151,7 +198,7 @@ def test_revocation_in_one_process_reaches_the_other(tmp_path):
     application = ApplicationFactory()
     raw = mint_token(application=application, user=UserFactory())
     env = server_env(DATABASE_URL=database_url())
-    ports = (8103, 8104)
+    ports = (8108, 8109)  # free of the other tests that start servers
     url = "http://127.0.0.1:{}/api/public/organizers"
     with (
         running(gunicorn_command(ports[0]), port=ports[0], env=env, log=tmp_path / "a.log"),

@@ -49,6 +49,14 @@ def test_check_deploy_is_clean_with_a_real_secret_and_host():
     assert "System check identified no issues" in result.stdout
 
 
+def test_check_deploy_warns_of_a_token_cache_no_other_process_shares():
+    env = _production_env(API_TOKEN_CACHE_SECONDS="60")
+    env.pop("REDIS_URL", None)
+    result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
+    assert result.returncode != 0
+    assert "oauth_setup.W001" in result.stderr
+
+
 def test_production_refuses_to_start_without_a_secret_key():
     env = _production_env()
     del env["SECRET_KEY"]

@@ -121,6 +121,15 @@ def database_unavailable(exc: BaseException) -> ServiceUnavailable | None:
     return ServiceUnavailable()
 
 
+def service_unavailable(exc: BaseException) -> ServiceUnavailable | None:
+    """The 503 for an outage of the database, or of the cache where it must not fail open."""
+    from oauth_setup.token_cache import TokenCacheUnavailable
+
+    if isinstance(exc, TokenCacheUnavailable):
+        return ServiceUnavailable("The token cache is unreachable; try again shortly.")
+    return database_unavailable(exc)
+
+
 def hostile_input_error(exc: BaseException) -> InvalidParameters | None:
     """The 400 for input that reached a layer below validation, else None.
 
@@ -156,7 +165,7 @@ def api_exception_handler(exc, context):
             headers=exc.headers,
         )
         set_rollback()
-    elif (unavailable := database_unavailable(exc)) is not None:
+    elif (unavailable := service_unavailable(exc)) is not None:
         return api_exception_handler(unavailable, context)
     elif (invalid := hostile_input_error(exc)) is not None:
         return api_exception_handler(invalid, context)
@@ -220,9 +229,10 @@ def server_error(request):
     """Django-level 500: an exception no view handled (middleware, token lookup, a bug).
 
     Django calls this inside its `except` block, so the exception is at hand: a database
-    outage raised outside a DRF view is still a 503 with Retry-After, never a 500.
+    outage (or a revocation the token cache cannot record) raised outside a DRF view is still
+    a 503 with Retry-After, never a 500.
     """
-    unavailable = database_unavailable(sys.exc_info()[1])
+    unavailable = service_unavailable(sys.exc_info()[1])
     if unavailable is not None:
         if _is_api(request) or request.path == "/healthz":
             response = JsonResponse(error_body(unavailable.code, unavailable.message), status=503)

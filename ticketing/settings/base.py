@@ -108,25 +108,28 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 
-# --- Cache (rate-limit counters) ------------------------------------------------------------
+# --- Cache (rate-limit counters, validated tokens) --------------------------------------------
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
+    _redis = {
+        "BACKEND": "django_redis.cache.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "ticketing"),
+        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
+    }
     CACHES = {
-        "default": {
-            "BACKEND": "django_redis.cache.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "ticketing"),
-            "OPTIONS": {
-                "SOCKET_CONNECT_TIMEOUT": 2,
-                "SOCKET_TIMEOUT": 2,
-                # A cache outage must not take the API down; the limits fail open meanwhile.
-                "IGNORE_EXCEPTIONS": True,
-            },
-        }
+        # A cache outage must not take the API down; the limits fail open meanwhile.
+        "default": {**_redis, "OPTIONS": {**_redis["OPTIONS"], "IGNORE_EXCEPTIONS": True}},
+        # The same cache for what must not fail silently: telling the token cache a token is
+        # revoked (oauth_setup.token_cache.forget). Failing there undoes the revocation.
+        "strict": _redis,
     }
 else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+        "strict": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    }
 
 # --- Auth -----------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ STORAGES = {
 # One process: even the in-memory cache sees every revocation, so tests run with the token cache.
 API_TOKEN_CACHE_SECONDS = 60
 
-if "KEY_PREFIX" in CACHES["default"]:  # noqa: F405
-    # Parallel test processes share one Redis; each keeps its own counters.
-    CACHES["default"]["KEY_PREFIX"] += "-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")  # noqa: F405
+for _cache in CACHES.values():  # noqa: F405
+    if "KEY_PREFIX" in _cache:
+        # Parallel test processes share one Redis; each keeps its own keys.
+        _cache["KEY_PREFIX"] += "-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")
