@@ -51,7 +51,6 @@ def organizer_access(*, organizer_id: int | None, user_id: int | None) -> Organi
     """
     if not isinstance(organizer_id, int) or not 1 <= organizer_id <= _ID_MAX:
         return None  # no such id (and SQLite cannot even bind some)
-        return None
     with connection.cursor() as cursor:
         cursor.execute(
             f"""

@@ -100,7 +100,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     if env_bool("DB_PREPARED_STATEMENTS", default=True):
         # The gate repeats a few statements thousands of times on each persistent connection:
         # psycopg prepares a statement after a few runs, and PostgreSQL stops planning it anew
-        # (a third of the database's work per check-in). A pooler in transaction mode needs
+        # (half the database's work per check-in). A pooler in transaction mode needs
         # PgBouncer 1.21+ with max_prepared_statements, or DB_PREPARED_STATEMENTS=false.
         DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
         DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 2
