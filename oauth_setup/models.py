@@ -1,4 +1,5 @@
 from django.db import models
+from django.db.models import Q
 from oauth2_provider.models import AbstractApplication
 
 
@@ -22,6 +23,23 @@ class Application(AbstractApplication):
 
     class Meta(AbstractApplication.Meta):
         swappable = "OAUTH2_PROVIDER_APPLICATION_MODEL"
+        constraints = [
+            # Anyone can send a public client's id: only the person's click says that the
+            # request comes from the app they mean (RFC 9700 §4.1.1, RFC 8252 §8.6).
+            models.CheckConstraint(
+                condition=~Q(client_type="public", skip_authorization=True),
+                name="public_client_never_skips_consent",
+                violation_error_message="A public client cannot skip the consent page.",
+            ),
+        ]
+
+    def redirect_uri_allowed(self, uri: str) -> bool:
+        """Exactly one of the registered URIs (CONTRACT §4).
+
+        DOT also lets a loopback URI through on any port (RFC 8252 §7.3), so any program on
+        the user's machine could receive the code.
+        """
+        return uri in self.redirect_uris.split()
 
     def allows_grant_type(self, *grant_types: str) -> bool:
         if super().allows_grant_type(*grant_types):

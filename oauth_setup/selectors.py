@@ -1,6 +1,8 @@
 """Reads of OAuth applications."""
 
-from oauth2_provider.models import get_application_model
+import hashlib
+
+from oauth2_provider.models import get_access_token_model, get_application_model
 
 
 def application_for_consent(*, application_id: int | None = None, client_id: str | None = None):
@@ -12,3 +14,21 @@ def application_for_consent(*, application_id: int | None = None, client_id: str
     if client_id:
         return queryset.filter(client_id=client_id).first()
     return None
+
+
+def access_token_visible_to(*, token_value: str, application) -> bool:
+    """Whether `application` may learn about this access token (introspection, RFC 7662 §4).
+
+    Its own tokens only; a platform application (no organizer) may see every token. Whether
+    the token exists is not revealed to anyone else.
+    """
+    if application is None:
+        return False
+    if application.is_platform:
+        return True
+    checksum = hashlib.sha256(token_value.encode()).hexdigest()
+    return (
+        get_access_token_model()
+        .objects.filter(token_checksum=checksum, application=application)
+        .exists()
+    )

@@ -1,9 +1,18 @@
-"""django-oauth-toolkit hooks that make token responses and scopes match the spec."""
+"""django-oauth-toolkit hooks that make token responses, scopes and codes match the spec."""
+
+import hashlib
+import uuid
+from datetime import timedelta
 
 from django.utils import timezone
+from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
 from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauthlib.oauth2.rfc6749 import errors
 
 APPLICATION_TOKEN_SCOPES = frozenset({"public"})
+
+# Namespace of the token families of authorization codes (see `code_token_family`).
+_CODE_FAMILY_NAMESPACE = uuid.UUID("4f1f9d3c-5c1a-4f7e-9d51-2c0b7c3f6a10")
 
 
 def token_may_act(access_token) -> bool:
@@ -17,6 +26,17 @@ def token_may_act(access_token) -> bool:
         return False
     user = access_token.user
     return user is None or user.is_active
+
+
+def code_token_family(code: str) -> uuid.UUID:
+    """The refresh-token family of the tokens issued from an authorization code.
+
+    DOT deletes a code once redeemed, so nothing would say which tokens came from it when it
+    is presented again (RFC 6749 §4.1.2: revoke them). Deriving the family from the code makes
+    the family itself that record; it stores only a hash of the code, and every refresh
+    rotated from those tokens stays in the family.
+    """
+    return uuid.uuid5(_CODE_FAMILY_NAMESPACE, hashlib.sha256(code.encode()).hexdigest())
 
 
 class TicketingOAuth2Validator(OAuth2Validator):
@@ -44,3 +64,90 @@ class TicketingOAuth2Validator(OAuth2Validator):
         if not super().validate_refresh_token(refresh_token, client, request, *args, **kwargs):
             return False
         return request.user is None or request.user.is_active
+
+    # --- Authorization codes ------------------------------------------------------------------
+
+    def _create_authorization_code(self, request, code, expires=None):
+        grant = super()._create_authorization_code(request, code, expires)
+        if not getattr(request, "redirect_uri_named", True):
+            # The client named no redirect URI, so the token request need not name one
+            # either (RFC 6749 §4.1.3); an empty one on the grant records that.
+            grant.redirect_uri = ""
+            grant.save(update_fields=["redirect_uri"])
+        return grant
+
+    def confirm_redirect_uri(self, client_id, code, redirect_uri, client, request, *args, **kw):
+        """RFC 6749 §4.1.3: named at /authorize, the redirect URI is required here, identical."""
+        grant = get_grant_model().objects.get(code=code, application=client)
+        if not grant.redirect_uri:
+            # oauthlib put the client's only registered URI in place of a missing one.
+            return redirect_uri == client.default_redirect_uri
+        if request.using_default_redirect_uri:
+            raise errors.MissingRedirectURIError(
+                description="Send the redirect_uri of the authorization request.", request=request
+            )
+        return grant.redirect_uri_allowed(redirect_uri)
+
+    def validate_code(self, client_id, code, client, request, *args, **kwargs):
+        if super().validate_code(client_id, code, client, request, *args, **kwargs):
+            return True
+        # Unknown, expired, or already redeemed: if redeemed, its tokens are revoked
+        # (RFC 6749 §4.1.2), for someone else may hold them.
+        get_refresh_token_model().revoke_family(code_token_family(code))
+        return False
+
+    def invalidate_authorization_code(self, client_id, code, request, *args, **kwargs):
+        try:
+            super().invalidate_authorization_code(client_id, code, request, *args, **kwargs)
+        except errors.InvalidGrantError:
+            # A concurrent redemption of the same code deleted it first: a second use too.
+            get_refresh_token_model().revoke_family(code_token_family(code))
+            raise
+
+    def get_code_challenge(self, code, request):
+        challenge = super().get_code_challenge(code, request)
+        if challenge is None and request.code_verifier is not None:
+            # A verifier proves nothing about a code issued without a challenge; accepting it
+            # would let a downgraded authorization request pass as a PKCE one (RFC 9700 §2.1.1).
+            raise errors.InvalidGrantError(
+                description="This code was issued without a code_challenge.", request=request
+            )
+        return challenge
+
+    def _create_refresh_token(self, request, refresh_token_code, access_token, previous):
+        refresh_token = super()._create_refresh_token(
+            request, refresh_token_code, access_token, previous
+        )
+        if previous is None and request.grant_type == "authorization_code":
+            refresh_token.token_family = code_token_family(request.code)
+            refresh_token.save(update_fields=["token_family"])
+        return refresh_token
+
+    # --- Refresh within the grace period ----------------------------------------------------
+
+    def _save_bearer_token(self, token, request, *args, **kwargs):
+        previous = getattr(request, "refresh_token_instance", None)
+        if request.grant_type == "refresh_token" and previous is not None:
+            # Waits for a concurrent rotation of the same token, so its outcome is seen here.
+            RefreshToken = get_refresh_token_model()
+            previous = RefreshToken.objects.select_for_update().get(pk=previous.pk)
+            request.refresh_token_instance = previous
+            if previous.revoked is not None:
+                return self._save_refresh_in_grace_period(token, request, previous)
+        return super()._save_bearer_token(token, request, *args, **kwargs)
+
+    def _save_refresh_in_grace_period(self, token, request, previous):
+        """A second refresh of a token just rotated: a new pair in the same family.
+
+        DOT would answer with the pair the first refresh got, which it no longer has: tokens
+        are stored only as hashes (RFC 9700 §4.14). Reuse after the grace period still
+        revokes the family (`validate_refresh_token`).
+        """
+        AccessToken = get_access_token_model()
+        if not AccessToken.objects.filter(source_refresh_token=previous).exists():
+            # The family was revoked between validation and this lock.
+            raise errors.InvalidGrantError(request=request)
+        self._check_and_set_request_resource(request)
+        expires = timezone.now() + timedelta(seconds=token["expires_in"])
+        access_token = self._create_access_token(expires, request, token)
+        self._create_refresh_token(request, token["refresh_token"], access_token, previous)

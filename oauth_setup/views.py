@@ -1,22 +1,51 @@
 """The OAuth 2.0 endpoints at the site root (CONTRACT §4), built on django-oauth-toolkit.
 
 DOT does the protocol; these subclasses add what the contract asks on top: a consent page that
-names the application and its organizer, a per-address limit on the token endpoint, and a
-login page that says which application is asking.
+names the application and its organizer and is never skipped for a public client, limits on
+guessing credentials, introspection limited to the token's own application, answers in the
+RFC 6749 error shape when the database is down, and a login page that says which application
+is asking.
 """
 
+import json
+from functools import wraps
 from urllib.parse import parse_qs, urlparse
 
+from django import forms
 from django.conf import settings
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
 from django_ratelimit.core import get_usage
 from oauth2_provider import views as dot_views
+from oauth2_provider.forms import AllowForm
+from oauth2_provider.oauth2_backends import _add_iss_to_redirect
+from oauth2_provider.settings import oauth2_settings
+from oauthlib.common import Request as OauthlibRequest
+
+from ticketing.api.exception_handler import service_unavailable
 
 from .scopes import scope_explanations
-from .selectors import application_for_consent
+from .selectors import access_token_visible_to, application_for_consent
+from .throttling import client_attempt, sign_in_attempt
+
+
+def oauth_error(error: str, description: str, *, status: int, retry_after: int) -> JsonResponse:
+    """An RFC 6749 §5.2 error body, for answers DOT does not give itself."""
+    return JsonResponse(
+        {"error": error, "error_description": description},
+        status=status,
+        headers={"Retry-After": str(retry_after), "Cache-Control": "no-store"},
+    )
+
+
+class ConsentForm(AllowForm):
+    # Whether the client named its redirect URI at /oauth/authorize: then the token request
+    # must name it too (RFC 6749 §4.1.3). The URI itself is always in the form.
+    redirect_uri_named = forms.BooleanField(required=False, widget=forms.HiddenInput())
 
 
 @method_decorator(never_cache, name="dispatch")  # a consent form is per person and per moment
@@ -24,6 +53,20 @@ class ConsentView(dot_views.AuthorizationView):
     """`/oauth/authorize`: login (via LoginRequiredMixin), then consent; Deny → access_denied."""
 
     template_name = "oauth2_provider/authorize.html"
+    form_class = ConsentForm
+
+    def get(self, request, *args, **kwargs):
+        if request.GET.get("approval_prompt") == "auto":
+            application = application_for_consent(client_id=request.GET.get("client_id"))
+            if application is not None and application.client_type == application.CLIENT_PUBLIC:
+                # DOT's `auto` skips the page when the person once agreed; for a public
+                # client anyone can send, only a click now says the request is theirs.
+                request.GET = request.GET.copy()
+                request.GET["approval_prompt"] = "force"
+        return super().get(request, *args, **kwargs)
+
+    def get_initial(self):
+        return {**super().get_initial(), "redirect_uri_named": "redirect_uri" in self.request.GET}
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -42,9 +85,60 @@ class ConsentView(dot_views.AuthorizationView):
         context = self.get_context_data(form=form, incomplete=True)
         return self.render_to_response(context, status=400)
 
+    def create_authorization_response(self, request, scopes, credentials, allow):
+        if request.method == "GET":  # consent skipped: the request itself says
+            named = "redirect_uri" in request.GET
+        else:
+            named = request.POST.get("redirect_uri_named") != "False"
+        credentials = {**credentials, "redirect_uri_named": named}
+        return super().create_authorization_response(request, scopes, credentials, allow)
 
-class RateLimitedTokenView(dot_views.TokenView):
-    """`POST /oauth/token`, limited per client address (CONTRACT §4) against secret guessing.
+    def redirect(self, redirect_to, application):
+        # DOT adds `iss` (RFC 9207) to the responses oauthlib builds, not to the errors it
+        # raises itself (access_denied, errors found before consent): every one carries it.
+        issuer = oauth2_settings.oauth2_authorization_server_issuer(self.request)
+        return super().redirect(_add_iss_to_redirect(redirect_to, issuer), application)
+
+
+class OAuthEndpointMixin:
+    """Limits guessing client secrets; a database outage is an RFC 6749 error, not a 500.
+
+    A response in `failed_statuses` is a failed client authentication. Views using it are
+    `csrf_exempt` again, as DOT's: `as_view` reads that mark from the outermost `dispatch`.
+    """
+
+    failed_statuses = frozenset({401})
+
+    def dispatch(self, request, *args, **kwargs):
+        try:
+            attempt = client_attempt(request)
+            retry_after = attempt.retry_after(request)
+            if retry_after is not None:
+                return oauth_error(
+                    "rate_limited",
+                    f"Too many failed client authentications; try again in {retry_after} seconds.",
+                    status=429,
+                    retry_after=retry_after,
+                )
+            response = super().dispatch(request, *args, **kwargs)
+            if response.status_code in self.failed_statuses:
+                attempt.failed(request)
+            return response
+        except Exception as exc:
+            unavailable = service_unavailable(exc)
+            if unavailable is None:
+                raise
+            return oauth_error(
+                "temporarily_unavailable",
+                unavailable.message,
+                status=503,
+                retry_after=int(unavailable.headers["Retry-After"]),
+            )
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class TokenView(OAuthEndpointMixin, dot_views.TokenView):
+    """`POST /oauth/token`, also limited per client address (CONTRACT §4), failed or not.
 
     The 429 keeps the RFC 6749 error shape that OAuth clients already parse.
     """
@@ -59,18 +153,90 @@ class RateLimitedTokenView(dot_views.TokenView):
         )
         if usage is not None and usage["should_limit"]:
             retry_after = max(1, int(usage["time_left"]))
-            return JsonResponse(
-                {
-                    "error": "rate_limited",
-                    "error_description": (
-                        f"Too many token requests from this address; "
-                        f"try again in {retry_after} seconds."
-                    ),
-                },
+            return oauth_error(
+                "rate_limited",
+                f"Too many token requests from this address; try again in {retry_after} seconds.",
+                status=429,
+                retry_after=retry_after,
+            )
+        # Every grant, the device grant's name too, goes to the server, which knows only the
+        # grants on offer (oauth_setup.server).
+        return self.authorization_flow_token_response(request, *args, **kwargs)
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class RevokeTokenView(OAuthEndpointMixin, dot_views.RevokeTokenView):
+    """`POST /oauth/revoke_token` (RFC 7009): DOT revokes only the caller's own tokens."""
+
+
+@method_decorator(csrf_exempt, name="dispatch")
+class IntrospectTokenView(OAuthEndpointMixin, dot_views.IntrospectTokenView):
+    """`/oauth/introspect` (RFC 7662), answering about the caller's own tokens only.
+
+    A platform application may ask about any token; any other application learns nothing
+    about another's tokens: `{"active": false}`, as for a token that does not exist (§2.2).
+    """
+
+    failed_statuses = frozenset({401, 403})  # DOT refuses an unauthenticated caller with 403
+    caller = None
+
+    def authenticate_client(self, request):
+        # As DOT's OAuthLibCore.authenticate_client, keeping the client it authenticated.
+        core = self.get_oauthlib_core()
+        oauth_request = OauthlibRequest(*core._extract_params(request))
+        if not core.server.request_validator.authenticate_client(oauth_request):
+            return False
+        self.caller = oauth_request.client
+        return True
+
+    def get_token_response(self, token_value=None):
+        if token_value is not None and not access_token_visible_to(
+            token_value=token_value, application=self.caller
+        ):
+            return JsonResponse({"active": False})
+        return super().get_token_response(token_value)
+
+
+class ServerMetadataView(dot_views.OAuthServerMetadataView):
+    """`/.well-known/oauth-authorization-server` (RFC 8414), URLs from the request's host."""
+
+    def get(self, request, *args, **kwargs):
+        metadata = json.loads(super().get(request, *args, **kwargs).content)
+        # Public clients use the token endpoint without a secret; introspection needs one.
+        metadata["introspection_endpoint_auth_methods_supported"] = [
+            method
+            for method in metadata["token_endpoint_auth_methods_supported"]
+            if method != "none"
+        ]
+        return JsonResponse(metadata, headers={"Access-Control-Allow-Origin": "*"})
+
+
+def sign_in_throttled(view):
+    """Refuse sign-ins with 429 while the address or the username has failed too often.
+
+    Wraps a Django login view: a POST it answers with the form again (200) failed.
+    """
+
+    @wraps(view)
+    def throttled(request, *args, **kwargs):
+        if request.method != "POST":
+            return view(request, *args, **kwargs)
+        attempt = sign_in_attempt(request)
+        retry_after = attempt.retry_after(request)
+        if retry_after is not None:
+            return TemplateResponse(
+                request,
+                "registration/too_many_attempts.html",
+                {"retry_after_minutes": -(-retry_after // 60)},
                 status=429,
                 headers={"Retry-After": str(retry_after), "Cache-Control": "no-store"},
             )
-        return super().post(request, *args, **kwargs)
+        response = view(request, *args, **kwargs)
+        if response.status_code == 200:
+            attempt.failed(request)
+        return response
+
+    return throttled
 
 
 class LoginView(auth_views.LoginView):

@@ -5,8 +5,9 @@ from ticketing.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # /oauth/*, /.well-known/oauth-authorization-server, and the admin's sign-in page.
+    path("", include("oauth_setup.urls")),
     path("admin/", admin.site.urls),
-    path("oauth/", include("oauth_setup.urls")),
     path("api/public/", include("ticketing.api.urls")),
 ]
 

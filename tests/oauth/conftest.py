@@ -82,7 +82,8 @@ def exchange_code(application, code, *, secret="s3cret", **extra):
     }
     if secret is not None:
         data["client_secret"] = secret
-    return Client().post("/oauth/token", data)
+    # A parameter given as None is left out.
+    return Client().post("/oauth/token", {k: v for k, v in data.items() if v is not None})
 
 
 def refresh(application, refresh_token, *, secret="s3cret"):

@@ -1,9 +1,11 @@
 """The authorization-code grant with Django's test client: login, consent, exchange, refresh."""
 
 import time
+from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from tests.conftest import TokenClient
@@ -169,21 +171,43 @@ def test_paths_without_and_with_trailing_slash(application, member):
     assert slash.status_code == 200
 
 
-def test_deny_redirects_with_access_denied(application, member):
+def test_deny_redirects_with_access_denied_and_the_issuer(application, member):
     redirect = consent(browser(member), application, allow=False, state="st")
-    assert redirect == {"error": "access_denied", "state": "st"}
+    # RFC 9207: errors name the server too, or strict clients report "iss missing".
+    assert redirect == {"error": "access_denied", "state": "st", "iss": "http://testserver"}
     assert Grant.objects.count() == 0
 
 
-def test_code_is_single_use(application, member):
+def test_code_is_single_use_and_reuse_revokes_its_tokens(application, member):
     code = consent(browser(member), application)["code"]
     first = exchange_code(application, code)
     assert first.status_code == 200
+    tokens = first.json()
     second = exchange_code(application, code)
     assert second.status_code == 400
     assert second.json()["error"] == "invalid_grant"
-    assert AccessToken.objects.count() == 1
+    # RFC 6749 §4.1.2: whoever redeemed it first may not be the client; its tokens die.
+    assert TokenClient(tokens["access_token"]).get("/api/public/me").status_code == 401
+    assert refresh(application, tokens["refresh_token"]).json()["error"] == "invalid_grant"
+    assert not AccessToken.objects.exists()
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
     assert not Grant.objects.exists()
+
+
+def test_reused_code_revokes_the_tokens_rotated_from_it(application, member):
+    code = consent(browser(member), application)["code"]
+    first = exchange_code(application, code).json()
+    rotated = refresh(application, first["refresh_token"]).json()
+    assert TokenClient(rotated["access_token"]).get("/api/public/me").status_code == 200
+    assert exchange_code(application, code).json()["error"] == "invalid_grant"
+    assert TokenClient(rotated["access_token"]).get("/api/public/me").status_code == 401
+
+
+def test_unknown_code_revokes_nothing(application, member):
+    code = consent(browser(member), application)["code"]
+    tokens = exchange_code(application, code).json()
+    assert exchange_code(application, "not-a-code").json()["error"] == "invalid_grant"
+    assert TokenClient(tokens["access_token"]).get("/api/public/me").status_code == 200
 
 
 def test_code_expires_after_sixty_seconds(application, member):
@@ -234,7 +258,11 @@ def test_authorize_with_unknown_client_is_an_error_page(member, db):
 def test_authorize_with_unknown_scope_redirects_invalid_scope(application, member):
     answer = browser(member).get(authorize_url(application, scope="public admin"))
     assert answer.status_code == 302
-    assert query_of(answer["Location"])["error"] == "invalid_scope"
+    assert query_of(answer["Location"]) == {
+        "error": "invalid_scope",
+        "state": "xyz",
+        "iss": "http://testserver",
+    }
 
 
 @pytest.mark.parametrize(
@@ -318,7 +346,11 @@ def test_refresh_rotates_and_reuse_revokes_the_family(application, member):
     assert TokenClient(first["access_token"]).get("/api/public/me").status_code == 401
     assert TokenClient(rotated["access_token"]).get("/api/public/me").status_code == 200
 
-    # Replaying the used refresh token: refused, and the whole family dies with it.
+    # Replaying the used refresh token after the grace period: refused, and the whole family
+    # dies with it.
+    RefreshToken.objects.filter(revoked__isnull=False).update(
+        revoked=timezone.now() - timedelta(seconds=31)
+    )
     replay = refresh(application, first["refresh_token"])
     assert replay.status_code == 400
     assert replay.json()["error"] == "invalid_grant"

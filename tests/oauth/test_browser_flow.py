@@ -80,6 +80,7 @@ def test_authorization_code_flow_in_chromium(live, application, member, screensh
     assert parse_qs(urlparse(callbacks[1]).query) == {
         "error": ["access_denied"],
         "state": ["st-43"],
+        "iss": [live.url],
     }
 
     token = requests.post(

@@ -163,10 +163,49 @@ def test_introspect_with_client_credentials(application, other_application):
     assert anonymous.status_code == 403
 
 
-def test_password_grant_is_refused(application, member):
+@pytest.mark.parametrize("password", ["password", "wrong"], ids=["right", "wrong"])
+@pytest.mark.parametrize(
+    "grant_type", ["password", "urn:ietf:params:oauth:grant-type:device_code", "implicit"]
+)
+def test_grants_not_offered_are_unsupported_whatever_the_credentials(
+    application, member, password, grant_type
+):
+    """No password oracle: the same answer for a right and a wrong password (RFC 9700 §2.4)."""
     response = client_credentials(
-        application, grant_type="password", username="staff", password="password"
+        application, grant_type=grant_type, username="staff", password=password
     )
     assert response.status_code == 400
-    assert response.json()["error"] in {"unsupported_grant_type", "unauthorized_client"}
+    assert response.json() == {"error": "unsupported_grant_type"}
+    assert not AccessToken.objects.exists()
+
+
+def test_password_grant_of_an_application_registered_for_it_is_unsupported(organizer, member):
+    app = ApplicationFactory(
+        organizer=organizer, authorization_grant_type=Application.GRANT_PASSWORD
+    )
+    for password in ["password", "wrong"]:
+        response = client_credentials(
+            app, grant_type="password", username="staff", password=password
+        )
+        assert (response.status_code, response.json()) == (
+            400,
+            {"error": "unsupported_grant_type"},
+        )
+
+
+def test_implicit_grant_is_unsupported_and_issues_nothing(organizer, member):
+    app = ApplicationFactory(
+        organizer=organizer, authorization_grant_type=Application.GRANT_IMPLICIT
+    )
+    client = Client()
+    client.force_login(member)
+    answer = client.get(
+        f"/oauth/authorize?client_id={app.client_id}&response_type=token&state=s"
+        "&redirect_uri=http://127.0.0.1:8765/callback"
+    )
+    assert answer.status_code == 302
+    location = answer["Location"]
+    assert location.startswith("http://127.0.0.1:8765/callback?")
+    assert "error=unsupported_response_type" in location
+    assert "#" not in location and "access_token" not in location
     assert not AccessToken.objects.exists()
