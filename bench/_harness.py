@@ -72,6 +72,9 @@ def server_env(*, database_url: str, redis_url: str | None, **extra: str) -> dic
         ALLOWED_HOSTS="127.0.0.1,localhost",
         # The servers are reached over plain HTTP on loopback; TLS is the proxy's job.
         SECURE_SSL_REDIRECT="false",
+        # Production refuses the console email backend (ticketing.E001): emails go to files.
+        EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend",
+        EMAIL_FILE_PATH=str(OUT_DIR / "mail"),
         LOG_LEVEL=os.environ.get("BENCH_LOG_LEVEL", "INFO"),
         PYTHONUNBUFFERED="1",
     )

@@ -37,7 +37,8 @@ limit_request_field_size = 8190
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # Django writes one JSON line per request (ticketing.middleware) to stdout; gunicorn's own
-# access log would duplicate it without the request id.
+# access log would duplicate it without the request id. Turned on (`--access-logfile`), its lines
+# are scrubbed by the same function as Django's (ticketing.logging, on `gunicorn.access`).
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")

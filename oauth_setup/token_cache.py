@@ -12,8 +12,9 @@ store it afterwards.
 
 The cache must be shared by every process (Redis) for that to reach them all, so the setting
 defaults to 0 (off) without `REDIS_URL`. A marker that cannot be written fails the change that
-needed it (the `strict` cache raises), so a revocation is never lost to a cache outage; reading
-and storing fail open, as a cache miss. The cached copy leaves out the token's stored value, the
+needed it (the `strict` cache raises, also while `ticketing.cache` skips a Redis that just
+failed), so a revocation is never lost to a cache outage; reading and storing fail open, as a
+cache miss. The cached copy leaves out the token's stored value, the
 user's password hash and the application's secret hash. Tokens restricted to a resource
 (RFC 8707) are never cached: DOT checks them against each request's URI.
 """

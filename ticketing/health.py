@@ -1,7 +1,10 @@
 """`GET /healthz` for load balancers: is this app server able to serve?
 
-It needs no token and costs one `SELECT 1` and one cache round trip. 200 when both answer; 503
-naming what failed otherwise, so a balancer takes the server out of rotation until it recovers.
+It needs no token and costs one `SELECT 1` and a cache round trip. 503 only when the database
+does not answer: a balancer then takes the server out of rotation until it recovers. Without
+the cache every server still serves (reads miss, rate limits fail open, revocations are
+refused), and all of them share the one Redis, so taking them out would stop the service for
+an outage they cannot fix: the answer is 200, `"status": "degraded"`, naming the cache.
 The cache is "not configured" when Django's in-process cache is in use (a single-process setup,
 where the rate limits need nothing else).
 """
@@ -20,6 +23,7 @@ logger = logging.getLogger("ticketing.health")
 
 OK = "ok"
 UNAVAILABLE = "unavailable"
+DEGRADED = "degraded"
 NOT_CONFIGURED = "not configured"
 
 
@@ -60,9 +64,14 @@ def cache_status() -> str:
 @require_safe
 def healthz(request):
     database, cache_state = database_status(), cache_status()
-    healthy = database == OK and cache_state in (OK, NOT_CONFIGURED)
-    body = {"status": OK if healthy else UNAVAILABLE, "database": database, "cache": cache_state}
-    response = JsonResponse(body, status=200 if healthy else 503)
-    if not healthy:
+    if database != OK:
+        status = UNAVAILABLE
+    elif cache_state == UNAVAILABLE:
+        status = DEGRADED
+    else:
+        status = OK
+    body = {"status": status, "database": database, "cache": cache_state}
+    response = JsonResponse(body, status=503 if status == UNAVAILABLE else 200)
+    if status == UNAVAILABLE:
         response["Retry-After"] = "5"
     return response

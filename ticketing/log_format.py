@@ -10,7 +10,7 @@ import json
 import logging
 from datetime import UTC, datetime
 
-from ticketing.logging import scrub
+from ticketing.logging import scrub, scrub_url
 
 # Record attributes worth shipping when a logger sets them through `extra=`.
 _EXTRA_FIELDS = ("http_method", "http_path", "http_status", "duration_ms", "status_code")
@@ -30,7 +30,7 @@ class JsonFormatter(logging.Formatter):
         for name in _EXTRA_FIELDS:
             value = getattr(record, name, None)
             if isinstance(value, str | int | float):
-                entry[name] = value
+                entry[name] = scrub_url(value) if name == "http_path" else value
         if record.exc_info and record.exc_info[0] is not None:
             entry["exc_type"] = record.exc_info[0].__name__
             # A traceback can quote a request line or a SQL parameter that held a token.

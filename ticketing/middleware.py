@@ -1,4 +1,4 @@
-"""Request ids and one structured log line per request.
+"""Request ids and one structured log line per request; no caching of API answers.
 
 Every response carries `X-Request-ID`: the caller's own when it sent a sane one (a load balancer
 or gateway usually sets it, so one id follows the request through every hop), a fresh one
@@ -15,15 +15,12 @@ import uuid
 from django.core.signals import request_finished
 from django.dispatch import receiver
 
-from ticketing.logging import scrub
+from ticketing.logging import scrub_url
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
 # Ids end up in response headers and log lines: printable, short, no spaces, no CR/LF.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
-
-# Control characters in a logged path would let a caller forge log lines in plain-text logs.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 _request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 
@@ -77,10 +74,9 @@ def _forget_request_id(**kwargs) -> None:
 
 
 def _log_request(request, status: int, elapsed: float) -> None:
-    # The path is logged without the query string's secrets: tokens may ride in `access_token`.
+    # Decoded path (what was routed) and raw query, both without secrets or control characters.
     query = request.META.get("QUERY_STRING", "")
-    path = request.path + (f"?{scrub(query)}" if query else "")
-    path = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", path)
+    path = scrub_url(request.path + (f"?{query}" if query else ""))
     request_logger.info(
         "%s %s %s",
         request.method,
@@ -93,3 +89,23 @@ def _log_request(request, status: int, elapsed: float) -> None:
             "duration_ms": round(elapsed * 1000, 1),
         },
     )
+
+
+class ApiNoStoreMiddleware:
+    """`Cache-Control: no-store` on every `/api/public` response that sets no caching of its own.
+
+    API answers carry personal data (holders, emails, reference codes that admit their holder)
+    and may be fetched with the token in the query (RFC 6750 §2.3): no shared or browser cache
+    may keep them. Errors too: a 404 or 403 tells what exists. `/info` (live status) and the
+    OpenAPI document get it as well, as nothing is gained by caching them; only responses that
+    chose their own policy (Swagger UI's static files) keep it.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if request.path.startswith("/api/public/") and not response.has_header("Cache-Control"):
+            response["Cache-Control"] = "no-store"
+        return response

@@ -10,6 +10,7 @@ from tests.conftest import TokenClient, mint_token
 from tests.factories import UserFactory
 from tests.oauth.conftest import stored_token
 from tests.oauth.support import wait_for_fresh_window
+from ticketing.api.throttling import token_rate_key
 
 pytestmark = pytest.mark.django_db
 
@@ -153,7 +154,7 @@ def test_info_ignores_a_bad_token(api_client):
 
 @override_settings(API_RATE_LIMIT="2/m")
 def test_default_per_token_limit_applies_to_other_endpoints(app_client, buyer_client):
-    wait_for_fresh_window(f"token:{stored_token(app_client.token).pk}", margin=5)
+    wait_for_fresh_window(token_rate_key(stored_token(app_client.token)), margin=5)
     assert [app_client.get("/api/public/organizers").status_code for _ in range(2)] == [200, 200]
     limited = app_client.get("/api/public/organizers")
     assert limited.status_code == 429

@@ -27,9 +27,10 @@ def _production_env(**extra) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="ticketing.settings.production",
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="tickets.example.com",
+        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
     )
     env.update(extra)
-    return env
+    return {key: value for key, value in env.items() if value is not None}
 
 
 def _manage(*args, env) -> subprocess.CompletedProcess:
@@ -73,7 +74,9 @@ _SETTINGS_SCRIPT = (
     "'middleware0': s.MIDDLEWARE[0], 'db_options': o.get('options'), "
     "'server_side_binding': o.get('server_side_binding'), "
     "'prepare_threshold': o.get('prepare_threshold'), "
-    "'token_cache_seconds': s.API_TOKEN_CACHE_SECONDS}))"
+    "'token_cache_seconds': s.API_TOKEN_CACHE_SECONDS, 'email_timeout': s.EMAIL_TIMEOUT, "
+    "'cache': {k: s.CACHES['strict'].get('OPTIONS', {}).get(k) for k in "
+    "('SOCKET_CONNECT_TIMEOUT', 'SOCKET_TIMEOUT', 'BREAKER_SECONDS')}}))"
 )
 
 
@@ -98,6 +101,9 @@ def test_production_settings_values():
         "prepare_threshold": 2,
         # Without a shared cache a revocation could not reach the other processes.
         "token_cache_seconds": 0,
+        # A mail server that never answers holds a request this long at most.
+        "email_timeout": 10,
+        "cache": dict.fromkeys(("SOCKET_CONNECT_TIMEOUT", "SOCKET_TIMEOUT", "BREAKER_SECONDS")),
     }
 
 
@@ -105,6 +111,56 @@ def test_prepared_statements_off_and_token_cache_on_with_redis():
     values = _settings(DB_PREPARED_STATEMENTS="false", REDIS_URL="redis://127.0.0.1:6379/0")
     assert (values["server_side_binding"], values["prepare_threshold"]) == (None, None)
     assert values["token_cache_seconds"] == 60
+    # A hung Redis costs a request 150 ms, then is skipped for 5 s (ticketing.cache).
+    assert values["cache"] == {
+        "SOCKET_CONNECT_TIMEOUT": 0.15,
+        "SOCKET_TIMEOUT": 0.15,
+        "BREAKER_SECONDS": 5,
+    }
+
+
+def test_email_and_cache_timeouts_come_from_the_environment():
+    values = _settings(
+        EMAIL_TIMEOUT="3",
+        REDIS_URL="redis://127.0.0.1:6379/0",
+        REDIS_TIMEOUT_MS="250",
+        REDIS_BREAKER_SECONDS="2",
+    )
+    assert values["email_timeout"] == 3
+    assert values["cache"] == {
+        "SOCKET_CONNECT_TIMEOUT": 0.25,
+        "SOCKET_TIMEOUT": 0.25,
+        "BREAKER_SECONDS": 2,
+    }
+
+
+def test_production_refuses_ticket_emails_to_the_console():
+    result = _manage("check", env=_production_env(EMAIL_BACKEND=None))
+    assert result.returncode != 0
+    assert (
+        "ticketing.E001) EMAIL_BACKEND is django.core.mail.backends.console.EmailBackend with "
+        "DEBUG off" in result.stderr
+    )
+
+
+def test_serve_refuses_to_start_with_ticket_emails_to_the_console(tmp_path):
+    """Even when the migrations are skipped, before gunicorn starts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = _production_env(
+        EMAIL_BACKEND=None,
+        DATABASE_URL=f"sqlite:///{tmp_path / 'serve.sqlite3'}",
+        PORT=str(port),
+        SKIP_MIGRATE="1",
+        PYTHON=sys.executable,
+    )
+    result = subprocess.run(
+        ["sh", "deploy/serve.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode != 0
+    assert "ticketing.E001" in result.stderr
+    assert not (tmp_path / "serve.sqlite3").exists()  # nothing ran against the database
 
 
 def _port_is_free(port: int) -> bool:
@@ -176,11 +232,21 @@ def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
     assert json.loads(body)["error"] == "not_found"
     assert "Server" not in headers or "gunicorn" in headers["Server"]
 
-    time.sleep(0.5)
-    served.seek(0)
-    lines = [json.loads(line) for line in served if line.startswith("{")]
-    access = [entry for entry in lines if entry["logger"] == "ticketing.request"]
-    assert {
-        (entry["request_id"], entry["http_path"], entry["http_status"]) for entry in access
-    } >= {("serve-check-1", "/healthz", 200)}
+    # A worker writes its access line after the response: wait for it, with a deadline.
+    expected = ("serve-check-1", "/healthz", 200)
+    deadline = time.monotonic() + 10
+    while True:
+        served.seek(0)
+        lines = [
+            json.loads(line) for line in served if line.startswith("{") and line.endswith("\n")
+        ]
+        access = {
+            (entry["request_id"], entry["http_path"], entry["http_status"])
+            for entry in lines
+            if entry["logger"] == "ticketing.request"
+        }
+        if expected in access or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert expected in access, access
     assert any(entry["logger"] == "gunicorn.error" for entry in lines)

@@ -5,20 +5,15 @@ from unittest import mock
 import pytest
 from django.db import OperationalError
 
+from ticketing.settings.caches import redis_caches
+
 pytestmark = pytest.mark.django_db
 
 LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
-UNREACHABLE_REDIS = {
-    "default": {
-        "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": "redis://127.0.0.1:1/0",  # nothing listens on port 1
-        "OPTIONS": {
-            "SOCKET_CONNECT_TIMEOUT": 0.5,
-            "SOCKET_TIMEOUT": 0.5,
-            "IGNORE_EXCEPTIONS": True,
-        },
-    }
-}
+# What production builds, pointed at a port where nothing listens.
+UNREACHABLE_REDIS = redis_caches(
+    "redis://127.0.0.1:1/0", key_prefix="healthz-test", timeout_ms=150, breaker_seconds=5
+)
 
 
 @pytest.fixture
@@ -55,11 +50,28 @@ def test_healthz_refuses_writes(client, file_cache):
     assert client.post("/healthz").status_code == 405
 
 
-def test_healthz_unreachable_cache_is_503(client, settings):
+def test_healthz_unreachable_cache_is_200_degraded(client, settings):
+    """The balancer keeps the server: the cache is shared, so every server lacks it alike."""
     settings.CACHES = UNREACHABLE_REDIS
     response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.json() == {"status": "degraded", "database": "ok", "cache": "unavailable"}
+    assert "Retry-After" not in response
+
+
+def test_healthz_unreachable_database_and_cache_is_503(client, settings):
+    settings.CACHES = UNREACHABLE_REDIS
+    with mock.patch(
+        "django.db.backends.utils.CursorWrapper.execute",
+        side_effect=OperationalError("connection refused"),
+    ):
+        response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "database": "ok", "cache": "unavailable"}
+    assert response.json() == {
+        "status": "unavailable",
+        "database": "unavailable",
+        "cache": "unavailable",
+    }
     assert response["Retry-After"] == "5"
 
 

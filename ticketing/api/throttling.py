@@ -31,15 +31,28 @@ class _CacheRateThrottle(BaseThrottle):
         return True
 
 
+def token_rate_key(token) -> str:
+    """Whom a token's requests count against: its application and its user, not the token.
+
+    A client can mint tokens at will (client credentials, a refresh): counting each token on its
+    own would give every new one a fresh budget. So an application token counts against its
+    application, and a user's token against that user within the application. One counter:
+    django-ratelimit's two round trips (add, then incr), as with one counter per token.
+    """
+    if token.application_id is None:  # made by hand, with no client to mint more
+        return f"token:{token.pk}"
+    return f"app:{token.application_id}:user:{token.user_id or '-'}"
+
+
 class TokenRateThrottle(_CacheRateThrottle):
-    """Per access token on every endpoint; per client address where no token was sent."""
+    """Per application and user on every endpoint; per client address where no token was sent."""
 
     group = "api"
     rate_setting = "API_RATE_LIMIT"
 
     def key(self, request) -> str:
         if request.auth is not None:
-            return f"token:{request.auth.pk}"
+            return token_rate_key(request.auth)
         return f"ip:{self.get_ident(request)}"
 
 

@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from oauth_setup.pkce import pkce_required
 
+from .caches import DEFAULT_BREAKER_SECONDS, DEFAULT_TIMEOUT_MS, redis_caches
 from .env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -43,11 +44,14 @@ INSTALLED_APPS = [
     "tickets",
     "orders",
     "oauth_setup",
+    "ticketing",
 ]
 
 MIDDLEWARE = [
     # First: every response (redirects and errors of later middleware too) carries the id.
     "ticketing.middleware.RequestIdMiddleware",
+    # Next: API answers (errors of later middleware too) are never stored by a cache.
+    "ticketing.middleware.ApiNoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -112,19 +116,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
-    _redis = {
-        "BACKEND": "django_redis.cache.RedisCache",
-        "LOCATION": REDIS_URL,
-        "KEY_PREFIX": env_str("CACHE_KEY_PREFIX", "ticketing"),
-        "OPTIONS": {"SOCKET_CONNECT_TIMEOUT": 2, "SOCKET_TIMEOUT": 2},
-    }
-    CACHES = {
-        # A cache outage must not take the API down; the limits fail open meanwhile.
-        "default": {**_redis, "OPTIONS": {**_redis["OPTIONS"], "IGNORE_EXCEPTIONS": True}},
-        # The same cache for what must not fail silently: telling the token cache a token is
-        # revoked (oauth_setup.token_cache.forget). Failing there undoes the revocation.
-        "strict": _redis,
-    }
+    # Short timeouts and a pause after a failure: a Redis that hangs costs one request one
+    # timeout every few seconds, not every request several (ticketing.cache).
+    CACHES = redis_caches(
+        REDIS_URL,
+        key_prefix=env_str("CACHE_KEY_PREFIX", "ticketing"),
+        timeout_ms=env_int("REDIS_TIMEOUT_MS", DEFAULT_TIMEOUT_MS),
+        breaker_seconds=env_int("REDIS_BREAKER_SECONDS", DEFAULT_BREAKER_SECONDS),
+    )
 else:
     CACHES = {
         "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
@@ -163,6 +162,8 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 
 # --- Email ----------------------------------------------------------------------------------
 
+# The console backend is for development only: with DEBUG off the `ticketing.E001` check refuses
+# it, as ticket emails carry reference codes that admit their holder.
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
@@ -170,6 +171,11 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tickets@localhost")
+# Seconds an SMTP connect or reply may take: the email is sent during the request that created
+# the ticket, and a mail server that accepts and never answers must not hold it for ever.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# The file backend's directory (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend).
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH")
 
 # --- Public API -----------------------------------------------------------------------------
 
@@ -224,12 +230,18 @@ SPECTACULAR_SETTINGS = {
     ],
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["ticketing.api.permissions.AllowAnyone"],
+    # The docs' Authorize: authorization code with PKCE (S256) against /oauth/authorize and
+    # /oauth/token, back to /api/public/docs/oauth2-redirect.html (ticketing.api.schema_urls).
+    "SWAGGER_UI_OAUTH2_CONFIG": {"usePkceWithAuthorizationCodeGrant": True},
 }
 
 # Requests per minute per token on every API endpoint but /me (CONTRACT §9).
 API_RATE_LIMIT = env_str("API_RATE_LIMIT", "1200/m")
 ME_RATE_LIMIT = env_str("ME_RATE_LIMIT", "10/m")
 TOKEN_RATE_LIMIT = env_str("TOKEN_RATE_LIMIT", "30/m")
+# Failed credential checks (client secrets on /oauth/*, passwords on the sign-in pages) per
+# client address and per client or username, before 429 until the window ends.
+CREDENTIAL_FAILURE_RATE_LIMIT = env_str("CREDENTIAL_FAILURE_RATE_LIMIT", "10/15m")
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 RATELIMIT_FAIL_OPEN = True
@@ -239,7 +251,9 @@ RATELIMIT_FAIL_OPEN = True
 API_TOKEN_CACHE_SECONDS = env_int("API_TOKEN_CACHE_SECONDS", 60 if REDIS_URL else 0)
 
 # Base URL the demo prints for clients; requests build absolute URLs from the Host header.
-SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+SITE_URL = (
+    env_str("SITE_URL") or f"http://{env_str('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"
+).rstrip("/")
 
 # --- OAuth 2.0 (django-oauth-toolkit) -------------------------------------------------------
 
@@ -254,8 +268,14 @@ OAUTH2_PROVIDER = {
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    # Two requests that refresh the same token at once (a client's parallel calls, or a retry
+    # after a lost answer, which HTTP clients give up on within ~30 s) both get a new pair;
+    # using it later is reuse and revokes the family. oauth_setup.validators mints the second
+    # pair, since tokens are stored hashed (DOT would return the first, check E001).
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 30,
     "REFRESH_TOKEN_EXPIRE_SECONDS": 60 * 60 * 24 * 30,
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "OAUTH2_SERVER_CLASS": "oauth_setup.server.TicketingServer",
     "OAUTH2_VALIDATOR_CLASS": "oauth_setup.validators.TicketingOAuth2Validator",
     "PKCE_REQUIRED": pkce_required,
     # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, PKCE only as S256,
@@ -266,6 +286,14 @@ OAUTH2_PROVIDER = {
     "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
     "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
     "ALLOWED_SCHEMES": ["http", "https"],
+    # RFC 8414 metadata: what oauth_setup.server offers.
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "client_credentials", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
+        "client_secret_basic",
+        "client_secret_post",
+        "none",  # public clients, with PKCE
+    ],
 }
 
 # --- Logging --------------------------------------------------------------------------------

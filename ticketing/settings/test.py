@@ -4,10 +4,14 @@ import os
 import tempfile
 
 from .base import *  # noqa: F403
+from .caches import DEFAULT_BREAKER_SECONDS, redis_caches
+from .env import env_str
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+# Mail kept in memory with DEBUG off is what the suite wants and production must refuse.
+SILENCED_SYSTEM_CHECKS = ["ticketing.E001"]
 MEDIA_ROOT = tempfile.mkdtemp(prefix="ticketing-test-media-")
 STATIC_ROOT = tempfile.mkdtemp(prefix="ticketing-test-static-")  # whitenoise wants it to exist
 STORAGES = {
@@ -17,7 +21,18 @@ STORAGES = {
 # One process: even the in-memory cache sees every revocation, so tests run with the token cache.
 API_TOKEN_CACHE_SECONDS = 60
 
-for _cache in CACHES.values():  # noqa: F405
+if REDIS_URL:  # noqa: F405
+    # A machine busy with other test runs can stall Redis past production's timeout, and a
+    # tripped breaker would turn the next tests' limits and token cache off. The hung-Redis
+    # test (tests/production/test_cache_outage.py) runs production's values on its own Redis.
+    CACHES = redis_caches(
+        REDIS_URL,  # noqa: F405
+        key_prefix=env_str("CACHE_KEY_PREFIX", "ticketing"),
+        timeout_ms=2000,
+        breaker_seconds=DEFAULT_BREAKER_SECONDS,
+    )
+
+for _cache in CACHES.values():
     if "KEY_PREFIX" in _cache:
         # Parallel test processes share one Redis; each keeps its own keys.
         _cache["KEY_PREFIX"] += "-test-" + os.environ.get("PYTEST_XDIST_WORKER", "main")

@@ -1,0 +1,65 @@
+"""The API limit counts an application and its user, so a new token brings no new budget."""
+
+import pytest
+from django.test import Client, override_settings
+
+from tests.conftest import TokenClient, mint_token
+from tests.factories import UserFactory
+from tests.oauth.conftest import stored_token
+from tests.oauth.support import wait_for_fresh_window
+from ticketing.api.throttling import token_rate_key
+
+pytestmark = pytest.mark.django_db
+
+
+def _client_credentials_token(application) -> str:
+    response = Client().post(
+        "/oauth/token",
+        {
+            "grant_type": "client_credentials",
+            "client_id": application.client_id,
+            "client_secret": "s3cret",
+        },
+    )
+    assert response.status_code == 200, response.content
+    return response.json()["access_token"]
+
+
+@override_settings(API_RATE_LIMIT="2/m")
+def test_a_new_client_credentials_token_shares_its_applications_budget(
+    application, other_application
+):
+    first = TokenClient(_client_credentials_token(application))
+    wait_for_fresh_window(token_rate_key(stored_token(first.token)), margin=5)
+    assert [first.get("/api/public/organizers").status_code for _ in range(2)] == [200, 200]
+
+    second = TokenClient(_client_credentials_token(application))
+    limited = second.get("/api/public/organizers")
+    assert limited.status_code == 429
+    assert limited.json()["error"] == "rate_limited"
+    assert 1 <= int(limited["Retry-After"]) <= 60
+    # Another application counts on its own.
+    other = TokenClient(_client_credentials_token(other_application))
+    assert other.get("/api/public/organizers").status_code == 200
+
+
+@override_settings(API_RATE_LIMIT="2/m")
+def test_a_users_new_token_shares_the_budget_and_other_users_keep_theirs(application, member):
+    first = TokenClient(mint_token(application=application, user=member))
+    wait_for_fresh_window(token_rate_key(stored_token(first.token)), margin=5)
+    assert [first.get("/api/public/organizers").status_code for _ in range(2)] == [200, 200]
+
+    second = TokenClient(mint_token(application=application, user=member))
+    assert second.get("/api/public/organizers").status_code == 429
+    # A user of the same application, and the application's own token, count apart.
+    colleague = TokenClient(mint_token(application=application, user=UserFactory()))
+    assert colleague.get("/api/public/organizers").status_code == 200
+    application_itself = TokenClient(mint_token(application=application))
+    assert application_itself.get("/api/public/organizers").status_code == 200
+
+
+def test_keys_name_the_application_and_the_user(application, member):
+    app_token = stored_token(mint_token(application=application))
+    user_token = stored_token(mint_token(application=application, user=member))
+    assert token_rate_key(app_token) == f"app:{application.pk}:user:-"
+    assert token_rate_key(user_token) == f"app:{application.pk}:user:{member.pk}"
