@@ -8,6 +8,7 @@ from ticketing.admin_scoping import (
     OrganizerScopedAdmin,
     ReadOnlyInline,
     can_manage,
+    person_with_account,
 )
 from ticketing.api.exceptions import ApplicationError
 from tickets.models import Ticket
@@ -24,19 +25,31 @@ class OrderTicketInline(ReadOnlyInline, admin.TabularInline):
     parent_organizer_path = "event__organizer"
     fk_name = "order"
     show_change_link = True
-    fields = ["reference_code", "ticket_type_name", "holder", "email", "status", "used_at"]
+    fields = [
+        "reference_code",
+        "ticket_type_name",
+        "holder_with_account",
+        "email",
+        "status",
+        "used_at",
+    ]
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("ticket_type").order_by("id")
+        return super().get_queryset(request).select_related("ticket_type", "holder").order_by("id")
 
     @admin.display(description="ticket type")
     def ticket_type_name(self, obj):
         return obj.ticket_type.name
 
+    # Not named `holder`: the admin would show the model field of that name (the account).
     @admin.display(description="holder")
-    def holder(self, obj):
-        return obj.holder_name
+    def holder_with_account(self, obj):
+        return person_with_account(obj.holder_name, obj.holder)
+
+
+def _buyer_name(order: Order) -> str:
+    return f"{order.buyer_firstname} {order.buyer_lastname}".strip()
 
 
 class OrderFormAnswerInline(FormAnswerInline):
@@ -59,7 +72,7 @@ class OrderAdmin(OrganizerScopedAdmin):
     form = OrderForm
     list_display = [
         "id",
-        "buyer",
+        "buyer_with_account",
         "buyer_email",
         "event",
         "status",
@@ -67,7 +80,7 @@ class OrderAdmin(OrganizerScopedAdmin):
         "paid_at",
         "created_at",
     ]
-    list_display_links = ["id", "buyer"]
+    list_display_links = ["id", "buyer_with_account"]
     list_select_related = ["event"]
     list_filter = ["status", "kind", EventFilter]
     search_fields = ["id__exact", "buyer_email", "buyer_firstname", "buyer_lastname"]
@@ -115,9 +128,10 @@ class OrderAdmin(OrganizerScopedAdmin):
         actions.pop("delete_selected", None)
         return actions
 
+    # Not named `buyer`: the admin would show the model field of that name (the account).
     @admin.display(description="buyer", ordering="buyer_lastname")
-    def buyer(self, obj):
-        return f"{obj.buyer_firstname} {obj.buyer_lastname}".strip()
+    def buyer_with_account(self, obj):
+        return person_with_account(_buyer_name(obj), obj.buyer)
 
     @admin.display(description="account")
     def buyer_account(self, obj):
@@ -144,7 +158,7 @@ class OrderAdmin(OrganizerScopedAdmin):
                 form=forms.Form(),
                 objects=orders,
                 describe=lambda o: (
-                    f"Order #{o.pk} — {self.buyer(o)} <{o.buyer_email}> "
+                    f"Order #{o.pk} — {_buyer_name(o)} <{o.buyer_email}> "
                     f"({o.get_status_display()}, {o.event.title})"
                 ),
                 button="Cancel these orders and revoke their tickets",

@@ -40,6 +40,14 @@ _ORGANIZER_PATHS = {
 }
 
 
+def person_with_account(name: str, account) -> str | None:
+    """A holder or buyer as staff read them: the name given, then the linked user account if
+    any (most tickets and orders, imported or created through the API, have none)."""
+    if account is None:
+        return name or None
+    return f"{name} (account {account.username})" if name else f"account {account.username}"
+
+
 def organizer_path_for(model: type[Model]) -> str | None:
     return _ORGANIZER_PATHS.get(model._meta.label)
 

@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin, messages
+from django.utils import formats, timezone
 from django.utils.translation import ngettext
 
 from events.models import CheckInType
@@ -9,13 +10,16 @@ from ticketing.admin_scoping import (
     OrganizerScopedAdmin,
     ReadOnlyInline,
     ScopedRelatedFilter,
+    person_with_account,
 )
 from ticketing.api.exceptions import ApplicationError
 
+from .exceptions import TicketAlreadyUsed
 from .models import CheckInLog, Ticket, TicketCheckIn, TicketFormAnswer
 from .services import (
     Actor,
     GateResult,
+    TypeResult,
     phone_to_e164,
     ticket_check_in,
     ticket_email_resend,
@@ -156,16 +160,31 @@ def _check_in_types_form(types_by_event: dict[int, list[CheckInType]], data=None
     return form
 
 
+def _local(value) -> str:
+    """A time as the admin shows its date columns: in the site's time zone, in words.
+
+    The services' messages carry ISO 8601 times, which are for API clients.
+    """
+    return formats.localize(timezone.localtime(value))
+
+
 def _gate_outcome(ticket: Ticket, result: GateResult) -> str | None:
     """None when every requested type succeeded, else why not (per type)."""
     if result.success:
         return None
     parts = [
-        f"{r.check_in_type_name or r.check_in_type_id}: {r.error}"
+        f"{r.check_in_type_name or r.check_in_type_id}: {_type_problem(r)}"
         for r in (*result.check_in_results, *result.renew_results)
         if not r.success
     ]
     return f"{ticket.reference_code}: " + ", ".join(parts)
+
+
+def _type_problem(result: TypeResult) -> str:
+    # A refused type carries a time only when it was already admitted, at that time.
+    if result.used_at is not None:
+        return f"already checked in at {_local(result.used_at)}"
+    return result.error
 
 
 @admin.register(Ticket)
@@ -175,7 +194,7 @@ class TicketAdmin(OrganizerScopedAdmin):
     form = TicketForm
     list_display = [
         "reference_code",
-        "holder",
+        "holder_with_account",
         "email",
         "event",
         "ticket_type_name",
@@ -239,9 +258,10 @@ class TicketAdmin(OrganizerScopedAdmin):
         actions.pop("delete_selected", None)
         return actions
 
+    # Not named `holder`: the admin would show the model field of that name (the account).
     @admin.display(description="holder", ordering="lastname")
-    def holder(self, obj):
-        return obj.holder_name
+    def holder_with_account(self, obj):
+        return person_with_account(obj.holder_name, obj.holder)
 
     @admin.display(description="ticket type", ordering="ticket_type__name")
     def ticket_type_name(self, obj):
@@ -266,16 +286,29 @@ class TicketAdmin(OrganizerScopedAdmin):
             return None
         return tickets
 
-    def _each(self, request, tickets, operation, singular: str, plural: str) -> None:
+    def _each(
+        self,
+        request,
+        tickets,
+        operation,
+        singular: str,
+        plural: str,
+        *,
+        when_used: str = "already checked in at {time}",
+    ) -> None:
         """Apply `operation` (a service call) to each ticket and report the outcome.
 
         The operation returns None on success or a sentence saying what did not happen; a
-        service's rejection becomes that ticket's failure, with the service's own message.
+        service's rejection becomes that ticket's failure, with the service's own message,
+        except that a used ticket is described by `when_used` with its local check-in time.
         """
         done, failures = 0, []
         for ticket in tickets:
             try:
                 problem = operation(ticket)
+            except TicketAlreadyUsed as exc:
+                time = _local(exc.ticket.used_at)
+                problem = f"{ticket.reference_code}: {when_used.format(time=time)}"
             except ApplicationError as exc:
                 problem = f"{ticket.reference_code}: {exc.message}"
             if problem:
@@ -391,7 +424,14 @@ class TicketAdmin(OrganizerScopedAdmin):
                 actor=actor,
             )
 
-        self._each(request, tickets, revoke, "Revoked %d ticket.", "Revoked %d tickets.")
+        self._each(
+            request,
+            tickets,
+            revoke,
+            "Revoked %d ticket.",
+            "Revoked %d tickets.",
+            when_used="checked in at {time}; undo the check-in before revoking",
+        )
         return None
 
     @admin.action(description="Resend ticket email", permissions=["operate"])

@@ -2,6 +2,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower, Upper
+from django.utils import formats, timezone
 
 
 class Ticket(models.Model):
@@ -143,7 +144,9 @@ class CheckInLog(models.Model):
         indexes = [models.Index(fields=["ticket", "created_at"], name="check_in_log_ticket_idx")]
 
     def __str__(self) -> str:
-        return f"{self.get_action_display()} {self.ticket} at {self.at:%Y-%m-%d %H:%M}"
+        # Staff read it beside the admin's date columns: the same local time, the same format.
+        at = formats.localize(timezone.localtime(self.at))
+        return f"{self.get_action_display()} {self.ticket} at {at}"
 
 
 class TicketFormAnswer(models.Model):

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from django.utils import formats, timezone
 from pytest_django.live_server_helper import LiveServer
 
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS
@@ -50,8 +51,10 @@ def test_staff_checks_a_ticket_in_and_sees_its_history(admin_server, organizer):
     TicketFactory(event=event, ticket_type=regular, reference_code="GATE0002")
     OUTPUT.mkdir(exist_ok=True)
 
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Each click that loads a page is followed by a wait for that page (its URL, then what it
+    # shows): the page before has a #content too, and reading it would race the navigation.
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -60,33 +63,40 @@ def test_staff_checks_a_ticket_in_and_sees_its_history(admin_server, organizer):
             page.fill("#id_username", "gatekeeper")
             page.fill("#id_password", "gate-pass-123")
             page.click("input[type=submit]")
+            page.wait_for_url(f"{admin_server}/admin/")
 
             # Open the event: its ticket types show what is sold.
             page.click("a[href='/admin/events/event/']")
+            page.wait_for_url(f"{admin_server}/admin/events/event/")
             page.click("#result_list >> text=Songkran Beats")
-            event_page = page.inner_text("#content")
+            page.wait_for_url(f"{admin_server}/admin/events/event/{event.pk}/change/")
+            expect(page.locator("#content")).to_contain_text("2 / 500 sold · 498 left")
             page.click("text=Tickets of this event")
+            page.wait_for_url(f"{admin_server}/admin/tickets/ticket/?event_id={event.pk}")
 
-            # Check GATE0001 in through the action.
+            # Check GATE0001 in through the action: the changelist comes back with a message.
             row = page.locator("#result_list tr", has_text="GATE0001")
             row.locator("input.action-select").check()
             page.select_option("select[name=action]", "check_in")
             page.click("button[name=index]")
-            message = page.inner_text("ul.messagelist")
+            expect(page.locator("ul.messagelist")).to_have_text("Checked in 1 ticket.")
 
             # The ticket's page shows the check-in in its history.
             page.click("#result_list >> text=GATE0001")
-            history = page.inner_text("#content")
+            page.wait_for_url(f"{admin_server}/admin/tickets/ticket/{ticket.pk}/change/**")
+            history = page.locator("#content")
+            # The admin's CSS capitalises headings; the history's rows name the staff member.
+            expect(history).to_contain_text("check-in history", ignore_case=True)
+            expect(history).to_contain_text("Gate Keeper")
+            shown = history.inner_text()
             page.screenshot(path=str(OUTPUT / "admin_check_in.png"), full_page=True)
         finally:
             browser.close()
 
-    assert "2 / 500 sold · 498 left" in event_page
-    assert message == "Checked in 1 ticket."
-    assert "check-in history" in history.lower()  # the admin's CSS capitalises headings
-    assert "Check-in" in history and "Gate Keeper" in history
     ticket.refresh_from_db()
     assert ticket.status == Ticket.Status.USED
     log = CheckInLog.objects.get(ticket=ticket)
     assert (log.action, log.actor_user_id) == ("check_in", staff.pk)
+    # The entry's title gives the time as the admin's columns do: local, in words.
+    assert f"Check-in GATE0001 at {formats.localize(timezone.localtime(log.at))}" in shown
     assert (OUTPUT / "admin_check_in.png").stat().st_size > 10_000

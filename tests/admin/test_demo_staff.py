@@ -5,15 +5,15 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 
 
 @pytest.mark.django_db
 def test_demo_staff_logs_in_and_sees_only_organizer_1(django_capture_on_commit_callbacks):
     out = StringIO()
-    with django_capture_on_commit_callbacks(execute=True):
-        call_command("bootstrap_demo", "--json", stdout=out)
+    with django_capture_on_commit_callbacks(execute=True), override_settings(DEBUG=True):
+        call_command("bootstrap_demo", "--json", stdout=out)  # as `make run` does
     demo = json.loads(out.getvalue())
     staff = demo["users"]["staff"]
     client = Client()

@@ -8,8 +8,8 @@ from django.urls import reverse
 from events.models import TicketType
 from oauth_setup.models import Application
 from orders.models import Order
-from tests.admin.helpers import change_form_data, messages_of
-from tests.factories import OrderFactory, TicketFactory
+from tests.admin.helpers import change_form_data, changelist_column, field_cells, messages_of
+from tests.factories import OrderFactory, TicketFactory, UserFactory
 from tickets.models import Ticket
 
 
@@ -19,6 +19,41 @@ def test_order_page_lists_its_tickets(staff_client, world_a):
 
     tickets = next(f for f in page.context["inline_admin_formsets"] if f.formset.model is Ticket)
     assert [t.reference_code for t in tickets.formset.queryset] == ["ACODE01", "AUSED01"]
+
+
+@pytest.mark.django_db
+def test_buyer_column_shows_the_name_and_any_linked_account(staff_client, world_a):
+    Order.objects.filter(pk=world_a.order.pk).update(
+        buyer_firstname="Malee", buyer_lastname="Jaidee"
+    )
+    OrderFactory(
+        event=world_a.event,
+        buyer_firstname="Somchai",
+        buyer_lastname="Dee",
+        buyer=UserFactory(username="somchai"),
+    )
+
+    response = staff_client.get(reverse("admin:orders_order_changelist"))
+
+    assert changelist_column(response, "buyer") == [  # newest first
+        "Somchai Dee (account somchai)",
+        "Malee Jaidee",
+    ]
+
+
+@pytest.mark.django_db
+def test_order_page_shows_each_ticket_holder(staff_client, world_a):
+    Ticket.objects.filter(pk=world_a.ticket.pk).update(firstname="Malee", lastname="Jaidee")
+    Ticket.objects.filter(pk=world_a.used.pk).update(
+        firstname="Somchai", lastname="Dee", holder=UserFactory(username="somchai")
+    )
+
+    page = staff_client.get(reverse("admin:orders_order_change", args=[world_a.order.pk]))
+
+    assert field_cells(page, "holder_with_account") == [
+        "Malee Jaidee",
+        "Somchai Dee (account somchai)",
+    ]
 
 
 @pytest.mark.django_db

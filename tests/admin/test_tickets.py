@@ -1,15 +1,20 @@
 """Ticket actions call the gate services and report each outcome; the ticket page shows history."""
 
+from datetime import UTC, datetime
+
 import pytest
 from django.core import mail
 from django.urls import reverse
 
 from events.models import TicketType
-from tests.admin.helpers import change_form_data, messages_of
-from tests.factories import OrderFactory, TicketFactory
+from tests.admin.helpers import change_form_data, changelist_column, messages_of
+from tests.factories import OrderFactory, TicketFactory, UserFactory
 from tickets.models import CheckInLog, Ticket, TicketCheckIn
 
 CHANGELIST = "admin:tickets_ticket_changelist"
+# 19:30 in Bangkok (the site's TIME_ZONE), as the admin's date columns show it.
+USED_AT = datetime(2026, 11, 21, 12, 30, tzinfo=UTC)
+USED_AT_SHOWN = "Nov. 21, 2026, 7:30 p.m."
 
 
 def _act(client, action, tickets, **extra):
@@ -29,6 +34,8 @@ def test_check_in_action_uses_the_service_and_reports(staff_client, staff_a, wor
         reference_code="AREVOKED1",
     )
 
+    Ticket.objects.filter(pk=world_a.used.pk).update(used_at=USED_AT)
+
     response = _act(staff_client, "check_in", [world_a.ticket, world_a.used, revoked], index=0)
 
     world_a.ticket.refresh_from_db()
@@ -42,8 +49,10 @@ def test_check_in_action_uses_the_service_and_reports(staff_client, staff_a, wor
     )
     messages = messages_of(response)
     assert messages[0] == "Checked in 1 ticket."
-    assert messages[1].startswith("2 not done: AUSED01: Ticket AUSED01 was checked in at ")
-    assert messages[1].endswith("; AREVOKED1: Ticket AREVOKED1 has been revoked.")
+    assert messages[1] == (
+        f"2 not done: AUSED01: already checked in at {USED_AT_SHOWN}; "
+        "AREVOKED1: Ticket AREVOKED1 has been revoked."
+    )
 
 
 @pytest.mark.django_db
@@ -90,11 +99,13 @@ def test_check_in_without_choosing_a_type_shows_the_service_error(staff_client, 
 def test_second_check_in_of_a_type_reports_per_type(staff_client, multi_event):
     types = {f"types_{multi_event.event.pk}": [str(multi_event.day1.pk)]}
     _act(staff_client, "check_in", [multi_event.ticket], apply="1", **types)
+    TicketCheckIn.objects.filter(ticket=multi_event.ticket).update(used_at=USED_AT)
 
     response = _act(staff_client, "check_in", [multi_event.ticket], apply="1", **types)
 
-    [message] = messages_of(response)
-    assert message.startswith("1 not done: MULTI0001: Day 1: Already checked in at ")
+    assert messages_of(response) == [
+        f"1 not done: MULTI0001: Day 1: already checked in at {USED_AT_SHOWN}"
+    ]
 
 
 @pytest.mark.django_db
@@ -120,6 +131,7 @@ def test_revoke_asks_for_a_note_then_revokes_and_frees_the_place(staff_client, w
     world_a.ticket.refresh_from_db()
     assert world_a.ticket.status == Ticket.Status.ACTIVE
 
+    Ticket.objects.filter(pk=world_a.used.pk).update(used_at=USED_AT)
     response = _act(
         staff_client, "revoke", [world_a.ticket, world_a.used], apply="1", reason="Chargeback"
     )
@@ -129,8 +141,9 @@ def test_revoke_asks_for_a_note_then_revokes_and_frees_the_place(staff_client, w
     assert TicketType.objects.get(pk=world_a.ticket_type.pk).sold_count == sold_before - 1
     messages = messages_of(response)
     assert messages[0] == "Revoked 1 ticket."
-    assert messages[1].startswith("1 not done: AUSED01: Ticket AUSED01 was checked in at ")
-    assert messages[1].endswith("; renew it before revoking.")
+    assert messages[1] == (
+        f"1 not done: AUSED01: checked in at {USED_AT_SHOWN}; undo the check-in before revoking"
+    )
 
 
 @pytest.mark.django_db
@@ -168,6 +181,37 @@ def test_ticket_page_shows_check_in_history(staff_client, world_a):
     rows = list(history.formset.queryset)
     assert [(r.action, r.actor_user.username) for r in rows] == [("check_in", "gate-staff")]
     assert "Check-in history" in page.content.decode()
+
+
+@pytest.mark.django_db
+def test_check_in_history_titles_show_local_time(staff_client, world_a):
+    CheckInLog.objects.filter(pk=world_a.log.pk).update(at=USED_AT, created_at=USED_AT)
+
+    page = staff_client.get(reverse("admin:tickets_ticket_change", args=[world_a.used.pk]))
+    log_list = staff_client.get(reverse("admin:tickets_checkinlog_changelist"))
+
+    title = f"Check-in AUSED01 at {USED_AT_SHOWN}"
+    world_a.log.refresh_from_db()
+    assert str(world_a.log) == title
+    assert title in page.content.decode()
+    # The log's own list shows the same local time in its columns.
+    assert changelist_column(log_list, "at") == [USED_AT_SHOWN]
+
+
+@pytest.mark.django_db
+def test_holder_column_shows_the_name_and_any_linked_account(staff_client, world_a):
+    Ticket.objects.filter(pk=world_a.ticket.pk).update(firstname="Malee", lastname="Jaidee")
+    account = UserFactory(username="somchai")
+    Ticket.objects.filter(pk=world_a.used.pk).update(
+        firstname="Somchai", lastname="Dee", holder=account
+    )
+
+    response = staff_client.get(reverse(CHANGELIST))
+
+    assert changelist_column(response, "holder") == [  # newest first
+        "Somchai Dee (account somchai)",
+        "Malee Jaidee",
+    ]
 
 
 @pytest.mark.django_db

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
+from django.test import override_settings
 
 from accounts.models import User
 from events.models import CheckInType, Event, TicketType
@@ -23,8 +24,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _run_json() -> dict:
     out = io.StringIO()
-    call_command("bootstrap_demo", "--json", stdout=out)
+    with override_settings(DEBUG=True):  # as under `make run`
+        call_command("bootstrap_demo", "--json", stdout=out)
     return json.loads(out.getvalue())
+
+
+def _env(**changes: str) -> dict:
+    """This process's environment with `changes`, and none of the variables they replace."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SITE_URL", "HOST", "PORT", "DEBUG", "DJANGO_SETTINGS_MODULE"}
+    }
+    return {**env, **changes}
 
 
 def _assert_contract_shape(data: dict) -> None:
@@ -97,7 +109,10 @@ def test_bootstrap_demo_data_has_the_stated_properties():
     assert app.allows_grant_type("authorization-code") and app.allows_grant_type(
         "client-credentials"
     )
-    assert app.redirect_uris == "http://127.0.0.1:8765/callback"
+    assert app.redirect_uris.split() == [  # the printed callback first, then the docs'
+        "http://127.0.0.1:8765/callback",
+        f"{data['auth_url']}/api/public/docs/oauth2-redirect.html",
+    ]
     assert app.client_secret != organizer_1["application"]["client_secret"]  # hashed at rest
     other = Event.objects.get(id=data["events"]["other_organizer"])
     assert other.organizer_id == data["organizers"][1]["id"]
@@ -157,7 +172,13 @@ def test_bootstrap_demo_json_stdout_is_one_object_in_a_real_process():
         f"postgres://{settings_dict['USER']}@{settings_dict['HOST']}:{settings_dict['PORT']}"
         f"/{settings_dict['NAME']}"
     )
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "ticketing.settings.base"}
+    # By hand, on another port than make run's: the printed URLs follow HOST and PORT.
+    env = _env(
+        DATABASE_URL=url,
+        DJANGO_SETTINGS_MODULE="ticketing.settings.base",
+        HOST="localhost",
+        PORT="8123",
+    )
     runs = [
         subprocess.run(
             [sys.executable, "manage.py", "bootstrap_demo", "--json"],
@@ -173,3 +194,79 @@ def test_bootstrap_demo_json_stdout_is_one_object_in_a_real_process():
     first, second = (json.loads(run.stdout) for run in runs)
     _assert_contract_shape(first)
     assert first == second
+    assert (first["auth_url"], first["base_url"]) == (
+        "http://localhost:8123",
+        "http://localhost:8123/api/public",
+    )
+
+
+@pytest.mark.django_db
+def test_bootstrap_demo_refuses_when_debug_is_off():
+    out = io.StringIO()
+
+    with pytest.raises(CommandError) as refused:
+        call_command("bootstrap_demo", "--json", stdout=out)
+
+    assert str(refused.value) == (
+        "DEBUG is off, so this looks like a production site, and the demo creates the superuser "
+        "'admin' with a published password. Nothing was created. If this site is a demo, run "
+        "again with --i-know-this-is-a-demo."
+    )
+    assert out.getvalue() == ""
+    assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_bootstrap_demo_runs_with_debug_off_when_told_the_site_is_a_demo():
+    out = io.StringIO()
+
+    call_command("bootstrap_demo", "--json", "--i-know-this-is-a-demo", stdout=out)
+
+    data = json.loads(out.getvalue())
+    _assert_contract_shape(data)
+    assert User.objects.get(username=data["admin"]["username"]).is_superuser
+
+
+def test_bootstrap_demo_refuses_under_production_settings_in_a_real_process(tmp_path):
+    env = _env(
+        DJANGO_SETTINGS_MODULE="ticketing.settings.production",
+        SECRET_KEY="a-production-secret-key-for-this-test-only-0123456789",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",  # refused before any query
+        EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
+    )
+
+    run = subprocess.run(
+        [sys.executable, "manage.py", "bootstrap_demo", "--json"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+    assert run.returncode == 1
+    assert run.stdout == ""
+    assert "run again with --i-know-this-is-a-demo" in run.stderr
+
+
+@pytest.mark.parametrize(
+    ("env", "site_url"),
+    [
+        ({}, "http://127.0.0.1:8000"),
+        ({"PORT": "8123"}, "http://127.0.0.1:8123"),
+        ({"HOST": "localhost", "PORT": "8123"}, "http://localhost:8123"),
+        ({"SITE_URL": "https://demo.example.com/", "PORT": "8123"}, "https://demo.example.com"),
+    ],
+)
+def test_site_url_follows_host_and_port_unless_set(env, site_url):
+    run = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; print(settings.SITE_URL)"],
+        cwd=ROOT,
+        env=_env(DJANGO_SETTINGS_MODULE="ticketing.settings.base", **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+    assert run.stdout == f"{site_url}\n"

@@ -6,6 +6,7 @@
 import logging
 import sys
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import (
     RequestDataTooBig,
@@ -14,8 +15,10 @@ from django.core.exceptions import (
     TooManyFilesSent,
 )
 from django.db import DatabaseError, DataError, InterfaceError, OperationalError
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import is_valid_path
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions as drf
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -206,10 +209,34 @@ def _is_api(request) -> bool:
     return request.path.startswith("/api/public/")
 
 
+def _no_such_endpoint() -> JsonResponse:
+    return JsonResponse(error_body("not_found", "No such endpoint."), status=404)
+
+
+@csrf_exempt  # no view to protect: a POST gets the same 404 as a GET
+def unknown_route(request):
+    """The last route under /api/public: any path no other route matches, any method.
+
+    A route rather than `handler404`, because with DEBUG on Django answers a path that matches
+    no route with its HTML debug page and never calls `handler404` (CONTRACT §2: one shape
+    whatever DEBUG is). Matching every path also stops CommonMiddleware's APPEND_SLASH, so a
+    GET of a route without its trailing slash (`/api/public/docs`) is redirected here instead.
+    """
+    if (
+        request.method in ("GET", "HEAD")
+        and settings.APPEND_SLASH
+        and not request.path_info.endswith("/")
+    ):
+        match = is_valid_path(f"{request.path_info}/", getattr(request, "urlconf", None))
+        if match and match.func is not unknown_route:
+            return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+    return _no_such_endpoint()
+
+
 def not_found(request, exception=None):
-    """Django-level 404: JSON for /api/public paths that match no route, HTML elsewhere."""
+    """Django-level 404 (an Http404 raised outside DRF): JSON under /api/public, HTML elsewhere."""
     if _is_api(request):
-        return JsonResponse(error_body("not_found", "No such endpoint."), status=404)
+        return _no_such_endpoint()
     return defaults.page_not_found(request, exception)
 
 

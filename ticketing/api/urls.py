@@ -1,10 +1,14 @@
 """Every route of the public API, under `{base_url}` = /api/public (CONTRACT §1).
 
 Each app mounts its own routes; the tickets app splits the gate's write endpoints (check-in,
-renew, invalidate, creation) from its reads.
+renew, invalidate, creation) from its reads. The last route answers every other path with the
+contract's 404, whatever DEBUG is: a plain Django view, which the OpenAPI document (DRF views
+only) leaves out.
 """
 
-from django.urls import include, path
+from django.urls import include, path, re_path
+
+from .exception_handler import unknown_route
 
 urlpatterns = [
     path("", include("accounts.urls")),
@@ -14,4 +18,5 @@ urlpatterns = [
     path("", include("tickets.gate_urls")),
     path("", include("orders.urls")),
     path("", include("ticketing.api.schema_urls")),
+    re_path(r"^.*$", unknown_route, name="api-unknown-route"),
 ]

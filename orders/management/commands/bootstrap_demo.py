@@ -3,22 +3,40 @@ import logging
 import sys
 from contextlib import contextmanager
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
 from orders.demo import demo_bootstrap
+
+DEMO_FLAG = "--i-know-this-is-a-demo"
 
 
 class Command(BaseCommand):
     help = (
         "Create the demo organizers, users, events and tickets (idempotent) and print credentials."
+        f" Refused when DEBUG is off, unless {DEMO_FLAG} is given."
     )
 
     def add_arguments(self, parser):
         parser.add_argument(
             "--json", action="store_true", help="Print exactly one JSON object and nothing else."
         )
+        parser.add_argument(
+            DEMO_FLAG,
+            action="store_true",
+            dest="demo",
+            help="Run even though DEBUG is off: this site is a demo, and anyone may log in with "
+            "the printed credentials.",
+        )
 
     def handle(self, *args, **options):
+        # The demo's superuser has a published password: on a real site it is an open door.
+        if not settings.DEBUG and not options["demo"]:
+            raise CommandError(
+                "DEBUG is off, so this looks like a production site, and the demo creates the "
+                "superuser 'admin' with a published password. Nothing was created. If this site "
+                f"is a demo, run again with {DEMO_FLAG}."
+            )
         if options["json"]:
             with _logs_on_stderr():
                 data = demo_bootstrap().as_dict()
