@@ -25,6 +25,13 @@ from .services import order_cancel
 
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
+
+def docs_redirect_uri() -> str:
+    """Where the API docs' Authorize comes back to on this site (`make run`:
+    http://127.0.0.1:8000/api/public/docs/oauth2-redirect.html); redirect URIs match exactly."""
+    return f"{settings.SITE_URL}/api/public/docs/oauth2-redirect.html"
+
+
 # Local demo only: fixed so that every run prints the same working credentials.
 USERS = {
     "admin": {"password": "admin-demo-pass", "email": "admin@demo.example", "name": "Demo Admin"},
@@ -133,10 +140,15 @@ def _application(organizer: Organizer, spec: dict) -> Application:
             client_type=Application.CLIENT_CONFIDENTIAL,
             authorization_grant_type=Application.GRANT_AUTHORIZATION_CODE,
             allow_client_credentials=True,
-            redirect_uris=REDIRECT_URI,
         )
+    # The callback first (CONTRACT §10 prints it), then the docs' Authorize.
+    redirect_uris = f"{REDIRECT_URI} {docs_redirect_uri()}"
+    changed = app.redirect_uris != redirect_uris
+    app.redirect_uris = redirect_uris
     if not app.pk or not check_password(spec["client_secret"], app.client_secret):
         app.client_secret = spec["client_secret"]  # hashed on save
+        changed = True
+    if changed:
         app.save()
     return app
 

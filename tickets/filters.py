@@ -17,6 +17,7 @@ from ticketing.api.filtering import (
     TextFilter,
     int32_form_field,
 )
+from ticketing.api.openapi import SPACE
 
 from .models import Ticket
 
@@ -44,7 +45,12 @@ class PhoneContainsFilter(ApiFilter):
     """
 
     field_class = PhoneDigitsField
-    param_schema = {"type": "string", "maxLength": 32}
+    # A digit (and no NUL, as every text input); whitespace alone is no filter.
+    param_schema = {
+        "type": "string",
+        "maxLength": 32,
+        "pattern": rf"^[^\u0000]*\d[^\u0000]*$|^[{SPACE}]+$",
+    }
 
     def __init__(self, **kwargs):
         super().__init__(field_name="phone", max_length=32, **kwargs)

@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from events.selectors import event_get_for_organizer
 from ticketing.api.caller import caller_of
 from ticketing.api.fields import Int32Field, StrictCharField
+from ticketing.api.openapi import SPACE, at_least_one_of
 from ticketing.api.permissions import OrganizerResource, OrganizerUserResource
 
 from .serializers import TicketSerializer
@@ -41,6 +42,14 @@ USED_AT_MAX_AHEAD = timedelta(minutes=5)
 # Offline scanners sync late, so the past is allowed; but a time before this is a scanner whose
 # clock was reset (and would render with a zone's pre-1920 local-mean-time offset).
 USED_AT_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# The document's form of that bound: year 2000 or later, except 1 January 2000 at a positive
+# offset (still 1999 in UTC). The upper bound moves with the clock: no schema can state it.
+USED_AT_PATTERN = r"^(?!2000-01-01\S*\+)[2-9][0-9]{3}-"
+# Phones the document promises: Thai mobile numbers, national (`0812345678`) or E.164
+# (`+66812345678`). Any number valid for libphonenumber is accepted, but only a pattern that
+# libphonenumber accepts in full can be stated without a generated client being refused.
+PHONE_PATTERN = r"^(?:\+66|0)(?:6[1-6]|[89][0-9])[0-9]{7}$"
+REFERENCE_CODE_PATTERN = rf"^[{SPACE}]*(?:[A-Za-z0-9-]{{6,32}})?[{SPACE}]*$"
 _ID_TEXT = re.compile(r"^\s*[+-]?\d{1,20}\s*$")
 _BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "application/json")
 
@@ -72,7 +81,7 @@ def _validated_for_event(serializer_class, request, *, event_id: int) -> dict:
 @extend_schema_field(
     {
         "type": "array",
-        "items": {"type": "integer", "format": "int32", "minimum": 1},
+        "items": {"type": "integer", "format": "int32", "minimum": 1, "maximum": 2**31 - 1},
         "description": 'A JSON array, repeated keys, `key[]=`, `"1,2"` or `"[1,2]"`.',
     }
 )
@@ -149,6 +158,8 @@ class IdListField(serializers.Field):
 
 
 class _GateInput(serializers.Serializer):
+    openapi_rules = {"properties": {"used_at": {"pattern": USED_AT_PATTERN}}}
+
     used_at = serializers.DateTimeField(
         required=False,
         allow_null=True,
@@ -257,12 +268,22 @@ class TicketCreateMixin:
     """
 
     class InputSerializer(serializers.Serializer):
+        openapi_rules = {
+            "properties": {
+                "phone": {"pattern": PHONE_PATTERN},
+                # The pattern bounds the code; the spaces around it are trimmed, in any number.
+                "reference_code": {"pattern": REFERENCE_CODE_PATTERN, "maxLength": None},
+            }
+        }
+
         ticket_type_id = Int32Field(min_value=1, max_value=INT32_MAX)
         firstname = StrictCharField(max_length=150)
         lastname = StrictCharField(max_length=150)
         email = serializers.EmailField(max_length=254)
         phone = StrictCharField(
-            max_length=32, help_text="Any format; stored in E.164 (default region TH)."
+            max_length=32,
+            help_text="A valid number in any format, stored in E.164 (default region TH). The "
+            "pattern states Thai mobile numbers; other valid numbers are accepted too.",
         )
         external_id = StrictCharField(
             required=False,
@@ -408,6 +429,8 @@ class TicketInvalidateView(APIView):
     permission_classes = [OrganizerResource]
 
     class InputSerializer(serializers.Serializer):
+        openapi_rules = at_least_one_of("ticket_id", "reference_code")
+
         ticket_id = Int32Field(required=False, min_value=1, max_value=INT32_MAX)
         reference_code = StrictCharField(
             required=False, max_length=64, help_text="Case and surrounding spaces are ignored."

@@ -12,7 +12,13 @@ from ticketing.api.caller import caller_of
 from ticketing.api.exceptions import ApplicationNotOwned, InsufficientScope
 from ticketing.api.fields import Int32Field
 from ticketing.api.filtering import ApiFilterBackend
-from ticketing.api.openapi import APPLICATION_TOKEN, BEARER, QUERY_TOKEN, USER_TOKEN
+from ticketing.api.openapi import (
+    APPLICATION_TOKEN,
+    BEARER,
+    QUERY_TOKEN,
+    USER_TOKEN,
+    exactly_one_of,
+)
 from ticketing.api.permissions import OrganizerResource, UserOrganizerResource
 
 from .filters import EventTicketFilter, UserTicketFilter
@@ -58,6 +64,10 @@ class EventTicketsView(TicketCreateMixin, generics.ListAPIView):
 
 class _ExactlyOneKey(serializers.Serializer):
     """The three ways to name a ticket; exactly one must be sent (CONTRACT §6)."""
+
+    # One object parameter in the document, so that "exactly one" can be stated there.
+    openapi_parameter = "ticket_key"
+    openapi_rules = exactly_one_of(*SEARCH_KEYS)
 
     reference_code = serializers.CharField(
         required=False, max_length=64, help_text="Case and surrounding spaces are ignored."

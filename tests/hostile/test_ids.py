@@ -137,3 +137,13 @@ def test_non_integer_ids_in_json_body_are_400(organizer_client, ticket, event_pa
     )
     contract_error(response, 400, "invalid_parameters")
     assert unchanged() == before
+
+
+@pytest.mark.parametrize(
+    "name", ["page", "per_page", "q", "status", "order", "order_by", "phone", "min_id"]
+)
+def test_list_parameter_sent_empty_is_400(organizer_client, event_path, name):
+    """Empty is not "the default" (CONTRACT §6: any other value is a 400); the document says so
+    with `minLength`, and a client that means the default leaves the parameter out."""
+    body = contract_error(organizer_client.get(f"{event_path}/tickets?{name}="), 400)
+    assert name in body["fields"], body

@@ -8,6 +8,7 @@ method, and be exercised here with at least one success: a new endpoint without 
 import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
+from urllib.parse import urlencode
 
 import pytest
 import yaml
@@ -16,6 +17,7 @@ from django.test import override_settings
 from django.urls import URLPattern, URLResolver, get_resolver
 from openapi_core import OpenAPI
 from openapi_core.contrib.django import DjangoOpenAPIRequest, DjangoOpenAPIResponse
+from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 from rest_framework.test import APIClient
 
@@ -83,7 +85,7 @@ def _api_routes() -> dict[str, set[str]]:
             route = prefix + str(pattern.pattern).lstrip("^").rstrip("$")
             if isinstance(pattern, URLResolver):
                 walk(pattern.url_patterns, route)
-            elif isinstance(pattern, URLPattern):
+            elif isinstance(pattern, URLPattern) and pattern.name != "api-unknown-route":
                 path = "/" + DjangoOpenAPIRequest.path_regex.sub(r"{\1}", route)
                 if not path.startswith(f"{API}/") or path.startswith(NOT_DESCRIBED):
                     continue
@@ -183,6 +185,21 @@ def test_docs_page_renders_without_a_cdn(api_client):
     asset = api_client.get(f"{API}/docs/assets/swagger-ui-bundle.js")
     assert asset.status_code == 200
     assert api_client.get(f"{API}/docs/assets/..%2Fswagger-ui.css").status_code == 404
+
+
+def test_docs_offer_sign_in_with_pkce_and_serve_its_redirect_page(api_client):
+    """Swagger UI's Authorize comes back to `oauth2-redirect.html` beside the docs page, which
+    hands the code to the page that opened the popup (the browser test runs the whole flow)."""
+    docs = api_client.get(f"{API}/docs/")
+    assert '"usePkceWithAuthorizationCodeGrant": true' in docs.content.decode()
+    # Same-origin sign-in pages keep the popup's opener only if this page is same-origin too.
+    assert docs["Cross-Origin-Opener-Policy"] == "same-origin"
+    landing = api_client.get(f"{API}/docs/oauth2-redirect.html?code=x&state=y")
+    assert landing.status_code == 200
+    assert b'<script src="oauth2-redirect.js"></script>' in b"".join(landing.streaming_content)
+    script = api_client.get(f"{API}/docs/oauth2-redirect.js")
+    assert script.status_code == 200
+    assert b"window.opener.swaggerUIRedirectOauth2" in b"".join(script.streaming_content)
 
 
 # --- real responses against the document -------------------------------------------------------
@@ -511,3 +528,295 @@ def test_method_not_allowed_uses_the_error_envelope(world):
     assert response.status_code == 405
     assert response.json()["error"] == "method_not_allowed"
     assert response.json()["success"] is False
+
+
+# --- the document states the rules the server enforces on requests (issue 12) -----------------
+#
+# A client generated from the document must never send a request the API refuses for a reason
+# the document does not state. Each case is sent for real and also validated against the
+# document (openapi-core): the server's answer and the document's verdict must agree. Refusals
+# for state (422) or for missing objects (404) are not about the request's shape.
+
+
+def _query_parameters(served_schema, path: str, method: str = "get") -> dict[str, dict]:
+    operation = served_schema["paths"][f"{API}{path}"][method]
+    return {p["name"]: p for p in operation.get("parameters", []) if p["in"] == "query"}
+
+
+def _request_component(served_schema, path: str, media_type: str = "application/json") -> dict:
+    body = served_schema["paths"][f"{API}{path}"]["post"]["requestBody"]["content"][media_type]
+    name = body["schema"]["$ref"].rsplit("/", 1)[-1]
+    return served_schema["components"]["schemas"][name]
+
+
+def test_event_ticket_search_states_exactly_one_key(served_schema):
+    params = _query_parameters(served_schema, f"{EVENT}/tickets/search")
+    assert set(params) == {"ticket_key"}  # one object parameter; its properties are the keys
+    key = params["ticket_key"]
+    assert (key["required"], key["style"], key["explode"]) == (True, "form", True)
+    schema = key["schema"]
+    assert set(schema["properties"]) == {"reference_code", "nfc_uid", "ticket_id"}
+    assert schema["oneOf"] == [
+        {"required": ["reference_code"]},
+        {"required": ["nfc_uid"]},
+        {"required": ["ticket_id"]},
+    ]
+    assert (schema["minProperties"], schema["maxProperties"]) == (1, 1)
+
+
+def test_invalidate_states_ticket_id_or_reference_code(served_schema):
+    schema = _request_component(served_schema, f"{EVENT}/tickets/invalidate")
+    assert schema["anyOf"] == [{"required": ["ticket_id"]}, {"required": ["reference_code"]}]
+    operation = served_schema["paths"][f"{API}{EVENT}/tickets/invalidate"]["post"]
+    assert operation["requestBody"]["required"] is True  # no body names no ticket
+
+
+def test_query_parameters_are_never_empty(served_schema):
+    for path, item in served_schema["paths"].items():
+        for parameter in item.get("get", {}).get("parameters", []):
+            schema = parameter["schema"]
+            if parameter["in"] != "query" or "enum" in schema or "format" in schema:
+                continue
+            if schema.get("type") == "string":
+                assert schema["minLength"] >= 1, (path, parameter["name"])
+            if schema.get("type") == "array":
+                assert schema["minItems"] >= 1, (path, parameter["name"])
+
+
+def test_text_inputs_state_their_rules(served_schema):
+    create = _request_component(served_schema, f"{EVENT}/tickets")["properties"]
+    assert create["firstname"]["pattern"] == r"^[^\u0000]*[^" + _SPACE + r"\u0000][^\u0000]*$"
+    assert create["phone"]["pattern"] == r"^(?:\+66|0)(?:6[1-6]|[89][0-9])[0-9]{7}$"
+    assert create["reference_code"]["pattern"].endswith(
+        r"(?:[A-Za-z0-9-]{6,32})?[" + _SPACE + "]*$"
+    )
+    check_in = _request_component(served_schema, f"{EVENT}/tickets/{{ticket_id}}/checkin")
+    assert check_in["properties"]["note"]["pattern"] == r"^[^\u0000]*$"
+    assert check_in["properties"]["used_at"]["format"] == "date-time"
+    assert check_in["properties"]["used_at"]["pattern"] == r"^(?!2000-01-01\S*\+)[2-9][0-9]{3}-"
+    assert check_in["properties"]["check_in_type_ids"]["maxItems"] == 100
+    q = _query_parameters(served_schema, "/organizers/{organizer_id}/events")["q"]["schema"]
+    assert [branch["title"] for branch in q["anyOf"]] == [
+        "Search text",
+        "Exact filters (a JSON object)",
+    ]
+
+
+def test_form_bodies_state_empty_rather_than_null(served_schema):
+    """A form cannot carry null: its variant of a body takes an empty field instead."""
+    path = f"{EVENT}/tickets/{{ticket_id}}/checkin"
+    as_json = _request_component(served_schema, path)["properties"]["used_at"]
+    as_form = _request_component(served_schema, path, "multipart/form-data")["properties"]
+    assert as_json["nullable"] is True
+    assert "nullable" not in as_form["used_at"]
+    assert as_form["used_at"]["anyOf"][1] == {"type": "string", "maxLength": 0}
+    urlencoded = _request_component(served_schema, path, "application/x-www-form-urlencoded")
+    assert urlencoded["properties"] == as_form
+
+
+_SPACE = (
+    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f"
+    r"\u205f\u3000"
+)
+
+
+@dataclass
+class Agreement:
+    name: str
+    method: str
+    path: str
+    client: str
+    params: dict
+    valid: bool  # what both the document and the server must say
+    ticket: str = "active"
+    form: bool = False
+
+
+SEARCH = f"{EVENT}/tickets/search"
+CHECKIN = f"{EVENT}/tickets/{{ticket_id}}/checkin"
+AGREEMENTS = [
+    Agreement("search by one key", "get", SEARCH, "app", {"nfc_uid": "04:A1"}, True),
+    Agreement("search by no key", "get", SEARCH, "app", {}, False),
+    Agreement("search by two keys", "get", SEARCH, "app", {"nfc_uid": "a", "ticket_id": 1}, False),
+    Agreement("search by a blank code", "get", SEARCH, "app", {"reference_code": " "}, False),
+    Agreement("search code \\x1f only", "get", SEARCH, "app", {"reference_code": "\x1f"}, False),
+    Agreement("search by NUL", "get", SEARCH, "app", {"nfc_uid": "a\x00"}, False),
+    Agreement("empty q", "get", "/organizers/{organizer_id}/events", "app", {"q": ""}, False),
+    Agreement("blank q", "get", "/organizers/{organizer_id}/events", "app", {"q": "  "}, True),
+    Agreement("text q", "get", "/organizers/{organizer_id}/events", "app", {"q": "kran"}, True),
+    Agreement(
+        "broken JSON q", "get", "/organizers/{organizer_id}/events", "app", {"q": "{"}, False
+    ),
+    Agreement(
+        "JSON q",
+        "get",
+        "/organizers/{organizer_id}/events",
+        "app",
+        {"q": '{"status": "active"}'},
+        True,
+    ),
+    Agreement(
+        "JSON q, unknown key",
+        "get",
+        "/organizers/{organizer_id}/events",
+        "app",
+        {"q": '{"x": 1}'},
+        False,
+    ),
+    Agreement(
+        "JSON q, id 0", "get", "/organizers/{organizer_id}/events", "app", {"q": '{"id": 0}'}, False
+    ),
+    Agreement(
+        "empty status", "get", "/organizers/{organizer_id}/events", "app", {"status": ""}, False
+    ),
+    Agreement("empty page", "get", "/organizers/{organizer_id}/events", "app", {"page": ""}, False),
+    Agreement(
+        "phone filter without digit", "get", f"{EVENT}/tickets", "app", {"phone": "abc"}, False
+    ),
+    Agreement("phone filter", "get", f"{EVENT}/tickets", "app", {"phone": "081-234"}, True),
+    Agreement("create", "post", f"{EVENT}/tickets", "organizer", CREATE, True),
+    Agreement(
+        "create, bad phone",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "phone": "0"},
+        False,
+    ),
+    Agreement(
+        "create, blank name",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "lastname": " "},
+        False,
+    ),
+    Agreement(
+        "create, short code",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "reference_code": "AB1"},
+        False,
+    ),
+    Agreement(
+        "create, code",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "external_id": "ext-2", "reference_code": " new-code-1 "},
+        True,
+    ),
+    Agreement(
+        "create, code in many spaces",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "reference_code": " " * 40 + "pad-code-1" + "\u3000" * 40},
+        True,
+    ),
+    Agreement(
+        "create, 0 as false",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "suppress_notifications": 0},
+        True,
+    ),
+    Agreement(
+        "create, maybe as a boolean",
+        "post",
+        f"{EVENT}/tickets",
+        "organizer",
+        {**CREATE, "suppress_notifications": "maybe"},
+        False,
+    ),
+    Agreement("check in", "post", CHECKIN, "app", {"used_at": "2000-06-01T00:00:00Z"}, True),
+    Agreement(
+        "check in in 1999", "post", CHECKIN, "app", {"used_at": "1999-12-31T23:59:59Z"}, False
+    ),
+    Agreement(
+        "check in before 2000 UTC",
+        "post",
+        CHECKIN,
+        "app",
+        {"used_at": "2000-01-01T06:00:00+07:00"},
+        False,
+    ),
+    Agreement("check in, NUL note", "post", CHECKIN, "app", {"note": "a\x00b"}, False),
+    Agreement("check in form, no time", "post", CHECKIN, "app", {"used_at": ""}, True, form=True),
+    Agreement("check in json, empty time", "post", CHECKIN, "app", {"used_at": ""}, False),
+    Agreement("invalidate, empty object", "post", f"{EVENT}/tickets/invalidate", "app", {}, False),
+    Agreement(
+        "invalidate without a key",
+        "post",
+        f"{EVENT}/tickets/invalidate",
+        "app",
+        {"reason": "x"},
+        False,
+    ),
+    Agreement(
+        "invalidate by code",
+        "post",
+        f"{EVENT}/tickets/invalidate",
+        "app",
+        {"reference_code": "{reference_code}"},
+        True,
+    ),
+]
+
+
+def _document_accepts(openapi: OpenAPI, served_schema: dict, case: Agreement, response) -> bool:
+    if case.path == SEARCH:
+        return _search_key_accepted(served_schema, response.wsgi_request.GET)
+    try:
+        openapi.validate_request(DjangoOpenAPIRequest(response.wsgi_request))
+    except Exception:  # openapi-core raises one of several errors, each naming the rule broken
+        return False
+    return True
+
+
+def _search_key_accepted(served_schema: dict, query) -> bool:
+    """openapi-core reads a `form`-exploded object parameter as one query key named after it;
+    OpenAPI sends its properties as the query keys, so those are validated here."""
+    schema = _query_parameters(served_schema, SEARCH)["ticket_key"]["schema"]
+    value = {}
+    for name, definition in schema["properties"].items():
+        if name in query:
+            text = query[name]
+            is_int = definition["type"] == "integer" and text.lstrip("-").isdigit()
+            value[name] = int(text) if is_int else text
+    return OAS30Validator(schema, format_checker=OAS30Validator.FORMAT_CHECKER).is_valid(value)
+
+
+@pytest.mark.parametrize("case", AGREEMENTS, ids=lambda c: c.name)
+def test_document_and_server_agree_on_requests(case, world, openapi, served_schema):
+    ticket = getattr(world, case.ticket)
+    values = {
+        "organizer_id": world.organizer_id,
+        "event_id": world.event_id,
+        "ticket_type_id": world.ticket_type_id,
+        "ticket_id": ticket.id,
+        "reference_code": ticket.reference_code,
+    }
+    url = API + _fill(case.path, values)
+    params = {key: _fill(value, values) for key, value in case.params.items()}
+    if case.method == "post" and not case.form:  # JSON ids as numbers, as the document says
+        params = {k: int(v) if k.endswith("type_id") else v for k, v in params.items()}
+    client = world.clients[case.client]
+    if case.method == "get":
+        response = client.get(url, params)
+    elif case.form:  # urlencoded: openapi-core cannot read a multipart body DRF has read
+        form = "application/x-www-form-urlencoded"
+        response = client.post(url, urlencode(params), content_type=form)
+    else:
+        response = client.post(url, params, format="json")
+    server_accepts = response.status_code not in (400,)
+    assert response.status_code in (200, 400, 404, 409, 422), response.content
+    assert (server_accepts, _document_accepts(openapi, served_schema, case, response)) == (
+        case.valid,
+        case.valid,
+    ), (
+        response.status_code,
+        response.content[:300],
+    )

@@ -24,6 +24,8 @@ from drf_spectacular.extensions import OpenApiFilterExtension
 from drf_spectacular.plumbing import build_parameter_type
 from drf_spectacular.utils import OpenApiParameter
 
+from .openapi import query_filter_schema
+
 INT32_MAX = 2**31 - 1
 DEFAULT_ORDER_BY = "id"
 ORDER_CHOICES = ("asc", "desc")
@@ -213,7 +215,7 @@ class QueryFilter(ApiFilter):
             f"{', '.join(self.search_fields)}), or a JSON object of exact filters with keys "
             f'{keys}, e.g. {{"{next(iter(exact_fields))}": ...}}.',
         )
-        kwargs.setdefault("schema", {"type": "string", "maxLength": MAX_SEARCH_LENGTH})
+        kwargs.setdefault("schema", query_filter_schema(exact_fields, MAX_SEARCH_LENGTH))
         super().__init__(field_name="q", exact_fields=exact_fields, **kwargs)
 
     def filter(self, qs, value):

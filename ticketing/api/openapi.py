@@ -9,12 +9,25 @@ serializers). This module adds, to every operation, what follows from the shared
 - the error responses the view can give (CONTRACT §2), each a component whose `error` lists the
   codes of that status. A view may add statuses with `error_statuses = (409, 422)`; an
   `@extend_schema` response for an error status without a body gets the matching error body;
-- the list envelope's items key (`events`, `tickets`, ...), from the view's `items_key`.
+- the list envelope's items key (`events`, `tickets`, ...), from the view's `items_key`;
+- the input rules every text input shares (no NUL; non-blank where blank is refused; query
+  parameters never empty), and a serializer's own cross-field rules (`openapi_rules`), so that
+  a request valid by the document is one the API accepts.
 """
 
+import copy
+
+from django import forms
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.plumbing import (
+    ResolvedComponent,
+    build_parameter_type,
+    force_instance,
+    is_basic_serializer,
+)
+from drf_spectacular.utils import OpenApiParameter
+from rest_framework import serializers
 
 from . import permissions
 
@@ -134,6 +147,122 @@ def error_schema(status: int) -> dict:
     return {"type": "object", "required": required, "properties": properties}
 
 
+# What Python's `str.strip()` trims, so what DRF and Django forms trim from text input: Unicode's
+# White_Space and the four information separators. Written out, as `\s` differs between regex
+# engines (Python's includes the separators, ECMAScript's and Rust's do not).
+SPACE = (
+    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f"
+    r"\u205f\u3000"
+)
+# Text inputs: Django and DRF refuse NUL in any text (PostgreSQL cannot store it), and DRF trims
+# a CharField before refusing it blank, so "non-blank" means "has a character not trimmed".
+NO_NUL = r"^[^\u0000]*$"
+NON_BLANK = rf"^[^\u0000]*[^{SPACE}\u0000][^\u0000]*$"
+
+
+def exactly_one_of(*names: str) -> dict:
+    """Object rules: exactly one of `names` is sent, nothing else."""
+    return {
+        "minProperties": 1,
+        "maxProperties": 1,
+        "oneOf": [{"required": [name]} for name in names],
+    }
+
+
+def at_least_one_of(*names: str) -> dict:
+    return {"anyOf": [{"required": [name]} for name in names]}
+
+
+def query_filter_schema(exact_fields: dict[str, forms.Field], max_length: int) -> dict:
+    """`q` (CONTRACT §6): search text, or a JSON object of exact filters on `exact_fields`.
+
+    Text must not start with `{`; the JSON branch is a pattern over the allowed keys, each with
+    a value its form field accepts (ids up to 999,999,999, choices, codes of letters, digits,
+    `_` and `-`), a subset of what is accepted, so that a value matching it is never refused.
+    """
+    ws = r"[ \t\n\r]*"  # JSON's own whitespace, not Unicode's
+    pairs = [
+        f'"{key}"{ws}:{ws}{value}'
+        for key, field in exact_fields.items()
+        if (value := _json_value_pattern(field)) is not None
+    ]
+    pair = f"(?:{'|'.join(pairs)})"
+    json_object = rf"^[{SPACE}]*\{{{ws}(?:{pair}(?:{ws},{ws}{pair})*)?{ws}\}}[{SPACE}]*$"
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": max_length,
+        "anyOf": [
+            {"pattern": rf"^(?![{SPACE}]*\{{)[^\u0000]*$", "title": "Search text"},
+            {"pattern": json_object, "title": "Exact filters (a JSON object)"},
+        ],
+    }
+
+
+def _json_value_pattern(field: forms.Field) -> str | None:
+    if isinstance(field, forms.ChoiceField):
+        return '"(?:' + "|".join(str(value) for value, _ in field.choices if value != "") + ')"'
+    if isinstance(field, forms.IntegerField):
+        return "[1-9][0-9]{0,8}"
+    if isinstance(field, forms.CharField):
+        return f'"[A-Za-z0-9_-]{{1,{min(field.max_length or 64, 64)}}}"'
+    return None
+
+
+def _text_rules(schema: dict, *, blank: bool) -> None:
+    """NUL refused everywhere; blank refused where `blank` is false. A schema that already
+    constrains its text (pattern, format, enum) says this itself."""
+    if schema.get("type") != "string" or {"pattern", "format", "enum", "anyOf"} & set(schema):
+        return
+    schema["pattern"] = NO_NUL if blank else NON_BLANK
+
+
+FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def _form_variant(component: ResolvedComponent) -> ResolvedComponent | None:
+    """`component` for a form body: each nullable property is instead allowed empty."""
+    schema = copy.deepcopy(component.schema)
+    nullable = [p for p in schema.get("properties", {}).values() if p.pop("nullable", False)]
+    if not nullable:
+        return None
+    for prop in nullable:
+        inner = {k: prop.pop(k) for k in list(prop) if k not in ("description", "title")}
+        prop["anyOf"] = [inner, {"type": "string", "maxLength": 0}]
+    name = component.name.removesuffix("Request") + "FormRequest"
+    return ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schema)
+
+
+def _boolean_input(field: serializers.BooleanField) -> list[dict]:
+    """What DRF reads as a boolean: JSON true/false, 0/1 and its words in any case (a form
+    sends only text). Case is spelled out: OpenAPI's regular expressions have no flags."""
+    words = sorted(
+        str(value)
+        for value in field.TRUE_VALUES | field.FALSE_VALUES
+        if isinstance(value, str) and not value.isdigit()
+    )
+    either_case = "|".join("".join(f"[{c.upper()}{c}]" for c in word) for word in words)
+    return [
+        {"type": "boolean"},
+        {"type": "number", "enum": [0, 1]},
+        {"type": "string", "pattern": f"^(?:{either_case}|0|1)$"},
+    ]
+
+
+def _nested_rules(rules: dict, schema: dict) -> None:
+    """`rules` merged into `schema`; under `properties`, merged property by property, where
+    `None` removes a keyword."""
+    for key, value in rules.items():
+        if key == "properties":
+            for name, extra in value.items():
+                prop = schema["properties"][name]
+                prop.update(extra)
+                for keyword in [k for k, v in extra.items() if v is None]:
+                    del prop[keyword]
+        else:
+            schema[key] = value
+
+
 class ApiAutoSchema(AutoSchema):
     def _get_paginator(self):
         paginator = super()._get_paginator()
@@ -151,6 +280,76 @@ class ApiAutoSchema(AutoSchema):
             return super().get_serializer_name(serializer, direction)
         outer = outer.split(".")[-1].removesuffix("View").removesuffix("Mixin")
         return outer + inner.removesuffix("Serializer")
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if schema and schema.get("type") == "array" and getattr(field, "max_items", None):
+            schema["maxItems"] = field.max_items  # a list field's own limit (IdListField)
+        return schema
+
+    def _map_basic_serializer(self, serializer, direction):
+        """A serializer's cross-field rules (`openapi_rules`, e.g. `exactly_one_of(...)`) and
+        per-field refinements (`{"properties": {name: {...}}}`) apply to its input."""
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction != "request":
+            return schema
+        # After drf-spectacular's own validators, which would turn a pattern on a field that
+        # may be blank into a `oneOf` that "" matches twice.
+        for name, field in force_instance(serializer).fields.items():
+            prop = schema["properties"].get(name)
+            if isinstance(field, serializers.CharField) and prop is not None:
+                _text_rules(prop, blank=field.allow_blank or not field.trim_whitespace)
+            if isinstance(field, serializers.BooleanField) and prop is not None:
+                prop.pop("type")
+                prop["anyOf"] = _boolean_input(field)
+        _nested_rules(getattr(serializer, "openapi_rules", {}), schema)
+        return schema
+
+    def _get_request_body(self, direction="request"):
+        """A form cannot send null: where JSON takes `null`, a form sends the field empty,
+        which DRF reads as null. Form media types get a variant of the body saying so. A body
+        whose rules ask for some field (`openapi_rules`) is required, though no field is."""
+        body = super()._get_request_body(direction)
+        if not body:
+            return body
+        serializers_by_type = self.get_request_serializer()
+        if not isinstance(serializers_by_type, dict):
+            return body
+        for media_type, content in body["content"].items():
+            serializer = serializers_by_type.get(media_type)
+            if not is_basic_serializer(serializer):
+                continue
+            component = self.resolve_serializer(serializer, direction)
+            if {"anyOf", "oneOf", "minProperties"} & set(component.schema):
+                body["required"] = True
+            form = _form_variant(component) if media_type in FORM_MEDIA_TYPES else None
+            if form is not None:
+                self.registry.register_on_missing(form)
+                content["schema"] = form.ref
+        return body
+
+    def _process_override_parameters(self, direction="request"):
+        """A parameter serializer with object rules cannot become independent parameters: it
+        is one `form`-exploded object parameter (its properties are still plain `key=value`
+        query parameters on the wire), named by its `openapi_parameter`."""
+        result = super()._process_override_parameters(direction)
+        for parameter in self.get_override_parameters():
+            name = getattr(parameter, "openapi_parameter", None)
+            if not is_basic_serializer(parameter) or name is None:
+                continue
+            schema = self._map_serializer(force_instance(parameter), "request")
+            for property_name in schema["properties"]:
+                result.pop((property_name, OpenApiParameter.QUERY), None)
+            result[name, OpenApiParameter.QUERY] = build_parameter_type(
+                name=name,
+                schema=schema,
+                location=OpenApiParameter.QUERY,
+                required=True,
+                description=schema.pop("description", None),
+                style="form",
+                explode=True,
+            )
+        return result
 
     def _permission_info(self) -> tuple[list, set[int]]:
         security: list = []
@@ -185,6 +384,9 @@ class ApiAutoSchema(AutoSchema):
             p.get("in") == "query" for p in operation.get("parameters", [])
         ):
             statuses.add(400)
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "query":
+                _query_rules(parameter["schema"])
         statuses.update(getattr(self.view, "error_statuses", ()))
         responses = operation.setdefault("responses", {})
         for code, response in responses.items():
@@ -211,6 +413,16 @@ class ApiAutoSchema(AutoSchema):
                 response["headers"] = _HEADERS[status]
             responses[str(status)] = response
         return operation
+
+
+def _query_rules(schema: dict) -> None:
+    """A query parameter sent empty is a 400 (`ApiFilterSet`, serializer fields): the document
+    says so with `minLength`/`minItems`."""
+    if schema.get("type") == "string" and not {"enum", "format"} & set(schema):
+        schema["minLength"] = max(schema.get("minLength", 0), 1)
+        _text_rules(schema, blank=True)
+    elif schema.get("type") == "array":
+        schema["minItems"] = max(schema.get("minItems", 0), 1)
 
 
 class TokenAuthenticationScheme(OpenApiAuthenticationExtension):

@@ -14,8 +14,8 @@ MAX_PER_PAGE = 100
 
 def _positive_int(request, name: str, default: int, maximum: int) -> int:
     raw = request.query_params.get(name)
-    if raw is None or raw == "":
-        return default
+    if raw is None:
+        return default  # sent empty is a 400, as every list parameter (CONTRACT §6)
     try:
         value = int(raw)
     except (TypeError, ValueError):
