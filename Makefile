@@ -1,4 +1,4 @@
-# The two commands of the README: `make run` (service + demo data) and `make test`.
+# The two commands of the README: `make run` (service + worker + demo data) and `make test`.
 # Python 3.11 or 3.12.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -27,6 +27,9 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py bootstrap_demo
+	@# A task worker (emails, webhooks) beside the server; Ctrl-C stops both.
+	$(PY) manage.py run_worker --no-reload --queue-name '*' & worker=$$!; \
+	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT; trap 'exit 130' INT TERM; \
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev

@@ -84,6 +84,34 @@ def server_env(*, database_url: str, redis_url: str | None, **extra: str) -> dic
     return env
 
 
+def prepare_database(db_url: str, *, redis_url: str | None, **extra: str) -> dict[str, str]:
+    """Recreate and migrate the database of `db_url` and load Django on it in this process;
+    returns the servers' environment (`server_env` with `extra`)."""
+    recreate_database(db_url)
+    env = server_env(database_url=db_url, redis_url=redis_url, **extra)
+    manage(env, "migrate", "--no-input")
+    setup_django(env)
+    return env
+
+
+def own_database(suffix: str, **extra: str) -> tuple[str, dict[str, str]]:
+    """A fresh database of the bench's own beside DATABASE_URL's (`<name>_<suffix>`), prepared
+    as `prepare_database` does (REDIS_URL as set); its URL and the servers' environment."""
+    base_url, redis_url = default_urls()
+    db_url = database_url_named(base_url, f"{database_name(base_url)}_{suffix}")
+    print(f"database {database_name(db_url)} (fresh), cache {redis_url or 'none'}", flush=True)
+    return db_url, prepare_database(db_url, redis_url=redis_url, **extra)
+
+
+def release_database(url: str, *, keep: bool) -> None:
+    """Close this process's connections and drop the bench's database, unless it is kept."""
+    from django.db import connections
+
+    connections.close_all()
+    if not keep:
+        drop_database(url)
+
+
 def manage(env: dict[str, str], *args: str) -> None:
     subprocess.run(
         [PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL

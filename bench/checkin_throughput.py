@@ -26,8 +26,9 @@ The per-token rate limit (1200/min) would throttle a benchmark, so the server ru
 limit far above what it can reach; the limit's cache round trip still happens on every call.
 
 With `--floor`, two more phases show what is left for a check-in's duties: bench-only DRF views
-(`bench/_floor.py`) without token, rate limit or organizer check, one running `SELECT 1` and one
-running only the check-in's admission statement (the same conditional UPDATE and audit row).
+(`devtools/bench_floor.py`) without token, rate limit or organizer check, one running `SELECT 1`
+and one running only the check-in's admission statement (the same conditional UPDATE and audit
+row).
 """
 
 from __future__ import annotations
@@ -44,19 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._data import seed, ticket_states  # noqa: E402
-from bench._harness import (  # noqa: E402
-    Gunicorn,
-    call,
-    database_name,
-    database_url_named,
-    default_urls,
-    drop_database,
-    manage,
-    percentile,
-    recreate_database,
-    server_env,
-    setup_django,
-)
+from bench._harness import Gunicorn, call, own_database, percentile, release_database  # noqa: E402
 
 TARGET_RATIO = 0.5
 INFO_PATH = "/api/public/info"
@@ -133,20 +122,12 @@ def parse_args():
 
 def main() -> int:
     args = parse_args()
-    database_url, redis_url = default_urls()
-    bench_url = database_url_named(database_url, f"{database_name(database_url)}_checkin_bench")
-    env = server_env(
-        database_url=bench_url,
-        redis_url=redis_url,
+    bench_url, env = own_database(
+        "checkin_bench",
         API_RATE_LIMIT="100000000/m",
         CACHE_KEY_PREFIX="checkin-bench",
+        **({"DJANGO_SETTINGS_MODULE": "devtools.bench_floor"} if args.floor else {}),
     )
-    if args.floor:
-        env["DJANGO_SETTINGS_MODULE"] = "bench._floor"
-    print(f"database {database_name(bench_url)}: migrating and seeding", flush=True)
-    recreate_database(bench_url)
-    manage(env, "migrate", "--noinput")
-    setup_django(env)
     checkins = args.warmup + args.rounds * args.requests * (2 if args.floor else 1)
     data = seed(tickets=checkins, gates=args.concurrency, label="checkin")
     ticket_ids = iter(data.ticket_ids)
@@ -210,11 +191,7 @@ def main() -> int:
 
     states = ticket_states(data.ticket_ids)
     admitted_once = sum(1 for s in states.values() if s.status == "used" and s.check_in_logs == 1)
-    if not args.keep_db:
-        from django.db import connections
-
-        connections.close_all()
-        drop_database(bench_url)
+    release_database(bench_url, keep=args.keep_db)
 
     baseline = [p for p in phases if p.name.startswith("GET /info")]
     authenticated = [p for p in phases if p.name.startswith("GET check_in_types")]

@@ -38,11 +38,8 @@ from bench._harness import (
     ThrowawayPostgres,
     call,
     database_url_named,
-    manage,
     percentile,
-    recreate_database,
-    server_env,
-    setup_django,
+    prepare_database,
 )
 
 
@@ -62,16 +59,13 @@ def main() -> int:
     servers: list[Gunicorn] = []
     try:
         db_url = database_url_named(postgres.url, "ticketing_faults")
-        recreate_database(db_url)
-        env = server_env(
-            database_url=db_url,
+        env = prepare_database(
+            db_url,
             redis_url=redis_url,
             CACHE_KEY_PREFIX=f"bench-faults-{time.time_ns()}",
             # Measures faults, not the API limit (one budget per application).
             API_RATE_LIMIT="1000000/m",
         )
-        manage(env, "migrate", "--no-input")
-        setup_django(env)
         from bench._data import seed
 
         data = seed(tickets=args.tickets, gates=args.clients, label="faults")

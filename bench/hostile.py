@@ -40,14 +40,8 @@ from bench._harness import (
     OUT_DIR,
     Gunicorn,
     call,
-    database_name,
-    database_url_named,
-    default_urls,
-    drop_database,
-    manage,
-    recreate_database,
-    server_env,
-    setup_django,
+    own_database,
+    release_database,
 )
 
 HOOKS = Path(__file__).resolve().with_name("hostile_checks.py")
@@ -74,18 +68,12 @@ def main() -> int:
     args = parser.parse_args()
     args.port = args.port or free_port()
 
-    base_url, redis_url = default_urls()
-    db_url = database_url_named(base_url, f"{database_name(base_url)}_hostile")
-    recreate_database(db_url)
-    env = server_env(
-        database_url=db_url,
-        redis_url=redis_url,
+    db_url, env = own_database(
+        "hostile",
         CACHE_KEY_PREFIX=f"bench-hostile-{time.time_ns()}",
         API_RATE_LIMIT="1000000/m",
         ME_RATE_LIMIT="1000000/m",
     )
-    manage(env, "migrate", "--no-input")
-    setup_django(env)
     from bench._data import seed
 
     data = seed(tickets=200, gates=2, label="hostile")
@@ -123,11 +111,7 @@ def main() -> int:
         print(f"FAILED: schemathesis failures {dict(failed)}; see above")
     if not failed and not server_errors:
         print("OK: every check passed; no 5xx")
-    if not args.keep_db:
-        from django.db import connection
-
-        connection.close()
-        drop_database(db_url)
+    release_database(db_url, keep=args.keep_db)
     return 1 if failed or server_errors else 0
 
 

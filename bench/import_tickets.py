@@ -45,9 +45,8 @@ from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from events.models import Event, TicketType  # noqa: E402
-from orders.models import Order  # noqa: E402
 from organizers.models import Organizer  # noqa: E402
-from tickets.models import Ticket  # noqa: E402
+from tickets.models import Order, Ticket  # noqa: E402
 
 TARGET_SECONDS = 60.0
 TARGET_MEMORY_RATIO = 1.2

@@ -31,20 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (
-    Gunicorn,
-    Reply,
-    call,
-    database_name,
-    database_url_named,
-    default_urls,
-    drop_database,
-    manage,
-    percentile,
-    recreate_database,
-    server_env,
-    setup_django,
-)
+from bench._harness import Gunicorn, Reply, call, own_database, percentile, release_database
 
 ME_LIMIT = 10
 ME_PERIOD = 60
@@ -61,22 +48,15 @@ def main() -> int:
     parser.add_argument("--keep-db", action="store_true")
     args = parser.parse_args()
 
-    base_url, redis_url = default_urls()
-    if not redis_url:
+    if not os.environ.get("REDIS_URL"):
         raise SystemExit("Set REDIS_URL: the instances must share their rate-limit counters.")
-    db_url = database_url_named(base_url, f"{database_name(base_url)}_scale_out")
-    print(f"database {database_name(db_url)} (fresh), cache {redis_url}")
-    recreate_database(db_url)
-    env = server_env(
-        database_url=db_url,
-        redis_url=redis_url,
+    db_url, env = own_database(
+        "scale_out",
         CACHE_KEY_PREFIX=f"bench-scale-{time.time_ns()}",
         # Measures scale-out, not the API limit (one budget per application); /me's limit
         # is checked here.
         API_RATE_LIMIT="1000000/m",
     )
-    manage(env, "migrate", "--no-input")
-    setup_django(env)
     from bench._data import seed, ticket_states
 
     data = seed(tickets=args.distinct + args.shared, gates=args.clients, label="scale")
@@ -110,9 +90,7 @@ def main() -> int:
     states = ticket_states(data.ticket_ids)
     failures = verify(load, states, distinct, shared, data.me_user_id)
     report(load, failures)
-    connection.close()
-    if not args.keep_db:
-        drop_database(db_url)
+    release_database(db_url, keep=args.keep_db)
     return 1 if failures else 0
 
 

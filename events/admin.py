@@ -5,26 +5,35 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.translation import ngettext
 
-from ticketing.admin_scoping import (
-    EventFilter,
+from organizers.admin_scoping import (
     OrganizerFilter,
     OrganizerScopedAdmin,
     OrganizerScopedInline,
+    ScopedRelatedFilter,
     can_manage,
 )
 from ticketing.api.exceptions import ApplicationError
 
+from .exceptions import CapacityBelowSold
 from .models import CheckInType, Event, FormField, TicketType
 from .pricing import format_baht
 from .services import (
     TICKET_TYPE_SETTINGS,
-    CapacityBelowSold,
     event_end,
     event_publish,
     ticket_type_check_capacity,
     ticket_type_create,
     ticket_type_update,
 )
+
+
+class EventFilter(ScopedRelatedFilter):
+    title = "event"
+    parameter_name = "event_id"
+    related_model = Event
+
+    def choices_queryset(self, request, params):
+        return super().choices_queryset(request, params).order_by("-start_at", "-id")
 
 
 def capacity_text(ticket_type: TicketType) -> str:
@@ -226,18 +235,13 @@ class EventAdmin(OrganizerScopedAdmin):
                 self.message_user(request, f"{obj.name}: {exc.message}", messages.ERROR)
 
     def _status_action(self, request, queryset, service, done_text):
-        done, failures = 0, []
-        for event in queryset:
+        def change(event: Event) -> str | None:
             if not can_manage(request, event.organizer_id):
-                failures.append(f"{event.title}: you may not manage this organizer's events")
-                continue
-            try:
-                service(event_id=event.pk)
-            except ApplicationError as exc:
-                failures.append(exc.message)
-            else:
-                done += 1
-        self.report(request, done=done, done_message=done_text(done), failures=failures)
+                return f"{event.title}: you may not manage this organizer's events"
+            service(event_id=event.pk)  # its message names the event
+            return None
+
+        self.apply_each(request, queryset, change, done_message=done_text)
 
     @admin.action(description="Publish (draft → active)", permissions=["manage"])
     def publish(self, request, queryset):

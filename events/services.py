@@ -4,32 +4,14 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from ticketing.api.exceptions import Unprocessable
-
+from .exceptions import CapacityBelowSold, EventStatusConflict
 from .models import Event, TicketType
 
-
-class CapacityBelowSold(Unprocessable):
-    """A quantity or API quota lower than the tickets that already hold a place.
-
-    `fields` maps each offending setting to its message.
-    """
-
-    code = "capacity_below_sold"
-
-    def __init__(self, fields: dict[str, list[str]]):
-        super().__init__(next(iter(fields.values()))[0], fields=fields)
-        self.fields = fields
-
-
-class EventStatusConflict(Unprocessable):
-    code = "event_status_conflict"
-
-
 # Settings an organizer may change; the counters (`sold_count`, `api_sold_count`) are only
-# moved by the ticket services' conditional UPDATEs and never written from here.
+# moved by `ticket_type_claim_places` and `ticket_type_release_places`.
 TICKET_TYPE_SETTINGS = frozenset(
     {"name", "price", "kind", "pack_size", "quantity", "api_quota", "status", "position"}
 )
@@ -57,6 +39,35 @@ def ticket_type_check_capacity(
         ]
     if fields:
         raise CapacityBelowSold(fields)
+
+
+def ticket_type_claim_places(*, ticket_type_id: int, count: int = 1, via_api: bool) -> bool:
+    """Take `count` places of a ticket type if it has them; False (and nothing taken) if not.
+
+    One conditional UPDATE: the row lock it takes serialises concurrent sales, and its WHERE
+    clause is the capacity rule, so two sales cannot both take the last place. Tickets issued
+    through the API (`via_api`) also count against `api_quota`. The counters' check
+    constraints are the backstop.
+
+    Locks: the ticket type row, until the caller's transaction commits.
+    """
+    room = Q(sold_count__lte=F("quantity") - count)
+    counters = {"sold_count": F("sold_count") + count}
+    if via_api:
+        room &= Q(api_quota__isnull=True) | Q(api_sold_count__lte=F("api_quota") - count)
+        counters["api_sold_count"] = F("api_sold_count") + count
+    return bool(TicketType.objects.filter(room, pk=ticket_type_id).update(**counters))
+
+
+def ticket_type_release_places(*, ticket_type_id: int, count: int, api_count: int = 0) -> None:
+    """Give back places of revoked tickets, `api_count` of them issued through the API.
+
+    Locks: the ticket type row, until the caller's transaction commits.
+    """
+    counters = {"sold_count": F("sold_count") - count}
+    if api_count:
+        counters["api_sold_count"] = F("api_sold_count") - api_count
+    TicketType.objects.filter(pk=ticket_type_id).update(**counters)
 
 
 def _check_settings(changes: dict[str, Any]) -> None:

@@ -5,8 +5,8 @@ from rest_framework import generics
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from organizers.permissions import OrganizerResource
 from ticketing.api.filtering import ApiFilterBackend
-from ticketing.api.permissions import OrganizerResource
 
 from .filters import EventFilter
 from .models import Event

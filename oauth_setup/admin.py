@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from oauth2_provider.generators import generate_client_secret
 
-from ticketing.admin_scoping import OrganizerFilter, OrganizerScopedAdmin, can_manage
+from organizers.admin_scoping import OrganizerFilter, OrganizerScopedAdmin, can_manage
 from ticketing.api.exceptions import ApplicationError
 
 from .models import Application
@@ -144,19 +144,15 @@ class ApplicationAdmin(OrganizerScopedAdmin):
 
     @admin.action(description="Generate a new client secret", permissions=["manage"])
     def regenerate_secret(self, request, queryset):
-        done, failures = 0, []
-        for application in queryset:
+        def regenerate(application: Application) -> str | None:
             if not can_manage(request, application.organizer_id):
-                failures.append(f"{application.name}: you may not manage this application")
-                continue
+                return "you may not manage this application"
             if application.client_type == Application.CLIENT_PUBLIC:
-                failures.append(f"{application.name}: a public client has no secret")
-                continue
+                return "a public client has no secret"
             secret = generate_client_secret()
             application.client_secret = secret
             application.hash_client_secret = True
             application.save(update_fields=["client_secret", "hash_client_secret", "updated"])
-            done += 1
             self.message_user(
                 request,
                 SECRET_NOTICE.format(
@@ -164,9 +160,14 @@ class ApplicationAdmin(OrganizerScopedAdmin):
                 ),
                 messages.WARNING,
             )
-        self.report(
+            return None
+
+        self.apply_each(
             request,
-            done=done,
-            done_message=f"Generated {done} new client secret(s); the old ones stop working now.",
-            failures=failures,
+            queryset,
+            regenerate,
+            label=lambda application: application.name,
+            done_message=lambda done: (
+                f"Generated {done} new client secret(s); the old ones stop working now."
+            ),
         )

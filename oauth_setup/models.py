@@ -45,7 +45,3 @@ class Application(AbstractApplication):
         if super().allows_grant_type(*grant_types):
             return True
         return self.allow_client_credentials and self.GRANT_CLIENT_CREDENTIALS in grant_types
-
-    @property
-    def is_platform(self) -> bool:
-        return self.organizer_id is None

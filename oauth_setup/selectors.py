@@ -4,6 +4,8 @@ import hashlib
 
 from oauth2_provider.models import get_access_token_model, get_application_model
 
+from organizers.permissions import sees_every_token
+
 
 def application_for_consent(*, application_id: int | None = None, client_id: str | None = None):
     """The application with its owner organizer loaded (one query), or None if there is none."""
@@ -19,12 +21,12 @@ def application_for_consent(*, application_id: int | None = None, client_id: str
 def access_token_visible_to(*, token_value: str, application) -> bool:
     """Whether `application` may learn about this access token (introspection, RFC 7662 §4).
 
-    Its own tokens only; a platform application (no organizer) may see every token. Whether
-    the token exists is not revealed to anyone else.
+    Whom the rule admits is `sees_every_token`'s; whether the token exists is not revealed to
+    anyone else.
     """
     if application is None:
         return False
-    if application.is_platform:
+    if sees_every_token(application):
         return True
     checksum = hashlib.sha256(token_value.encode()).hexdigest()
     return (

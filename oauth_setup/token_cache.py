@@ -31,6 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
 
+from .exceptions import TokenCacheUnavailable
 from .validators import token_may_act
 
 logger = logging.getLogger(__name__)
@@ -48,10 +49,6 @@ def checksum_of(raw_token: str) -> str:
 
 def _key(checksum: str) -> str:
     return KEY_PREFIX + checksum
-
-
-class TokenCacheUnavailable(Exception):
-    """The token cache could not be told of a change; the change must not happen."""
 
 
 def cached_token(raw_token: str):
@@ -94,7 +91,7 @@ def forget(checksums) -> None:
         mark()
     except Exception as exc:  # whatever the cache backend raises when it is unreachable
         logger.error("token cache unreachable; refusing the change: %s", exc)
-        raise TokenCacheUnavailable(str(exc)) from exc
+        raise TokenCacheUnavailable() from exc
     # The marker above already keeps a concurrent reader from storing the token; this one
     # only covers a transaction that outlives it.
     transaction.on_commit(mark, robust=True)

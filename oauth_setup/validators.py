@@ -5,7 +5,12 @@ import uuid
 from datetime import timedelta
 
 from django.utils import timezone
-from oauth2_provider.models import get_access_token_model, get_grant_model, get_refresh_token_model
+from oauth2_provider.models import (
+    get_access_token_model,
+    get_application_model,
+    get_grant_model,
+    get_refresh_token_model,
+)
 from oauth2_provider.oauth2_validators import OAuth2Validator
 from oauthlib.oauth2.rfc6749 import errors
 
@@ -49,6 +54,18 @@ class TicketingOAuth2Validator(OAuth2Validator):
         ):
             return False
         return super().validate_scopes(client_id, scopes, client, request, *args, **kwargs)
+
+    def is_pkce_required(self, client_id, request):
+        """Public clients cannot keep a secret, so they must prove the code is theirs with PKCE
+        (CONTRACT §4). Confidential clients may still send it; existing integrations send none.
+        """
+        Application = get_application_model()
+        client_type = (
+            Application.objects.filter(client_id=client_id)
+            .values_list("client_type", flat=True)
+            .first()
+        )
+        return client_type != Application.CLIENT_CONFIDENTIAL
 
     def save_bearer_token(self, token, request, *args, **kwargs):
         super().save_bearer_token(token, request, *args, **kwargs)

@@ -1,7 +1,6 @@
 from django.contrib import admin
 
-from ticketing.admin_scoping import OrganizerScopedAdmin, OrganizerScopedInline
-
+from .admin_scoping import OrganizerScopedAdmin, OrganizerScopedInline
 from .models import Membership, Organizer
 
 

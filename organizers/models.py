@@ -46,8 +46,3 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} — {self.organizer} ({self.get_role_display()})"
-
-    @property
-    def can_manage(self) -> bool:
-        """Owners and admins may change prices, quotas and settings; staff only operate."""
-        return self.role in (self.Role.OWNER, self.Role.ADMIN)

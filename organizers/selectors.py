@@ -1,40 +1,34 @@
 """Reads of organizers, scoped to what a caller may act for."""
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.db import connection
 from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
 
-from ticketing.api.caller import Caller
+from ticketing.api.fields import INT32_MAX
 
 from .models import Membership, Organizer
 
+if TYPE_CHECKING:
+    from .permissions import OrganizerReach
 
-def organizers_for_caller(*, caller: Caller) -> QuerySet[Organizer]:
-    """The organizers the caller may act for, each annotated with `role` (CONTRACT §5).
 
-    A user token: the user's memberships with their role; through an organizer's application
-    only that organizer (any other would be `organizer_mismatch`), through a platform
-    application all of them. An application token: its owner, `role` null; a platform
-    application acts for no organizer by itself, so none.
+def organizers_in_reach(*, reach: OrganizerReach) -> QuerySet[Organizer]:
+    """The organizers a token may act for (`organizers.permissions.organizer_reach`), each
+    annotated with `role` (CONTRACT §5): the user's role, or null for an application token.
     """
-    application = caller.application
-    if caller.is_user_token:
-        role = Membership.objects.filter(organizer=OuterRef("pk"), user=caller.user).values("role")[
-            :1
-        ]
-        queryset = Organizer.objects.annotate(role=Subquery(role)).filter(role__isnull=False)
-        if application.organizer_id is not None:
-            queryset = queryset.filter(pk=application.organizer_id)
-        return queryset
-    if application.organizer_id is None:
+    if reach.none:
         return Organizer.objects.none()
-    return Organizer.objects.filter(pk=application.organizer_id).annotate(
-        role=Value(None, output_field=CharField())
-    )
-
-
-_ID_MAX = 2**31 - 1  # ids are 32-bit serials
+    queryset = Organizer.objects.all()
+    if reach.organizer_id is not None:
+        queryset = queryset.filter(pk=reach.organizer_id)
+    if reach.member_user_id is None:
+        return queryset.annotate(role=Value(None, output_field=CharField()))
+    role = Membership.objects.filter(organizer=OuterRef("pk"), user_id=reach.member_user_id)
+    return queryset.annotate(role=Subquery(role.values("role")[:1])).filter(role__isnull=False)
 
 
 @dataclass(frozen=True)
@@ -49,7 +43,7 @@ def organizer_access(*, organizer_id: int | None, user_id: int | None) -> Organi
     Every organizer-scoped API call asks this before anything else, so it is one plain
     statement: the ORM's compilation of the same query costs five times its round trip.
     """
-    if not isinstance(organizer_id, int) or not 1 <= organizer_id <= _ID_MAX:
+    if not isinstance(organizer_id, int) or not 1 <= organizer_id <= INT32_MAX:
         return None  # no such id (and SQLite cannot even bind some)
     with connection.cursor() as cursor:
         cursor.execute(

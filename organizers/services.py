@@ -4,13 +4,10 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from ticketing.api.exceptions import Conflict, InvalidParameters
+from ticketing.api.exceptions import InvalidParameters
 
+from .exceptions import OrganizerSlugTaken
 from .models import Membership, Organizer
-
-
-class OrganizerSlugTaken(Conflict):
-    code = "duplicate_slug"
 
 
 @transaction.atomic

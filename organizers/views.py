@@ -9,7 +9,8 @@ from ticketing.api.permissions import HasValidToken
 
 from .filters import OrganizerFilter
 from .models import Organizer
-from .selectors import organizers_for_caller
+from .permissions import organizer_reach
+from .selectors import organizers_in_reach
 from .serializers import OrganizerSerializer
 
 
@@ -35,4 +36,4 @@ class OrganizersView(generics.ListAPIView):
     queryset = Organizer.objects.none()  # the model, for the schema; get_queryset scopes it
 
     def get_queryset(self):
-        return organizers_for_caller(caller=caller_of(self.request))
+        return organizers_in_reach(reach=organizer_reach(caller_of(self.request)))

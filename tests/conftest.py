@@ -1,14 +1,10 @@
 """Fixtures shared by every test: real DOT tokens of every caller kind, and API clients."""
 
 import os
-import secrets
-from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
-from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 
 from tests.factories import (
@@ -19,19 +15,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
-
-CHROMIUM = "/usr/bin/chromium"
-# Headless Chromium as root on a closed network: no sandbox, and no background connections
-# (they would be refused, many at a time).
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+from tests.support import CHROMIUM, TokenClient, mint_token
 
 
 def pytest_collection_modifyitems(config, items):
@@ -79,28 +63,6 @@ def _isolated_cache():
 @pytest.fixture
 def api_client() -> APIClient:
     return APIClient()
-
-
-def mint_token(*, application, user=None, scope="public", expires_in=7200) -> str:
-    """A real access token row, as DOT's token endpoint would issue it."""
-    raw = secrets.token_urlsafe(30)
-    AccessToken.objects.create(
-        token=raw,
-        application=application,
-        user=user,
-        scope=scope,
-        expires=timezone.now() + timedelta(seconds=expires_in),
-    )
-    return raw
-
-
-class TokenClient(APIClient):
-    """An API client that sends one bearer token with every request."""
-
-    def __init__(self, token: str, **kwargs):
-        super().__init__(**kwargs)
-        self.token = token
-        self.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
 @pytest.fixture

@@ -9,9 +9,10 @@ from django.utils import timezone
 from accounts.models import User
 from events.models import CheckInType, Event, FormField, TicketType
 from oauth_setup.models import Application
-from orders.models import Order
 from organizers.models import Membership, Organizer
-from tickets.models import Ticket
+from tickets.models import Order, Ticket
+from webhooks.models import WebhookEndpoint
+from webhooks.secrets import secret_encrypt, secret_generate
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -147,3 +148,13 @@ class TicketFactory(factory.django.DjangoModelFactory):
                 counters["api_sold_count"] = F("api_sold_count") + 1
             TicketType.objects.filter(pk=ticket.ticket_type_id).update(**counters)
         return ticket
+
+
+class WebhookEndpointFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = WebhookEndpoint
+
+    organizer = factory.SubFactory(OrganizerFactory)
+    url = factory.Sequence(lambda n: f"https://hooks{n}.example.com/webhook")
+    event_types = factory.LazyFunction(lambda: ["*"])
+    secret_encrypted = factory.LazyFunction(lambda: secret_encrypt(secret_generate()))

@@ -1,12 +1,14 @@
 """`GET /healthz` for load balancers: is this app server able to serve?
 
-It needs no token and costs one `SELECT 1` and a cache round trip. 503 only when the database
-does not answer: a balancer then takes the server out of rotation until it recovers. Without
-the cache every server still serves (reads miss, rate limits fail open, revocations are
-refused), and all of them share the one Redis, so taking them out would stop the service for
-an outage they cannot fix: the answer is 200, `"status": "degraded"`, naming the cache.
-The cache is "not configured" when Django's in-process cache is in use (a single-process setup,
-where the rate limits need nothing else).
+It needs no token and costs one `SELECT 1`, one count of the task queue and a cache round
+trip. 503 only when the database does not answer: a balancer then takes the server out of
+rotation until it recovers. Without the cache every server still serves (reads miss, rate
+limits fail open, revocations are refused), and all of them share the one Redis, so taking them
+out would stop the service for an outage they cannot fix: the answer is 200, `"status":
+"degraded"`, naming the cache. The cache is "not configured" when Django's in-process cache is
+in use (a single-process setup, where the rate limits need nothing else). `tasks` reports the
+background queue for monitoring (pending tasks, how long the oldest has waited, failed tasks;
+null without the database); a backlog never takes a server out, as app servers run no tasks.
 """
 
 import logging
@@ -18,6 +20,8 @@ from django.db import DatabaseError, connection
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
+
+from .task_queue import task_queue_status
 
 logger = logging.getLogger("ticketing.health")
 
@@ -60,6 +64,21 @@ def cache_status() -> str:
     return OK
 
 
+def tasks_status() -> dict | None:
+    """The background queue, for monitoring (a backlog does not take this server out)."""
+    try:
+        status = task_queue_status()
+    except DatabaseError as exc:
+        logger.warning("health check: task queue unreadable (%s)", exc.__class__.__name__)
+        connection.close_if_unusable_or_obsolete()
+        return None
+    return {
+        "pending": status.pending,
+        "oldest_pending_seconds": status.oldest_pending_seconds,
+        "failed": status.failed,
+    }
+
+
 @never_cache
 @require_safe
 def healthz(request):
@@ -70,7 +89,9 @@ def healthz(request):
         status = DEGRADED
     else:
         status = OK
-    body = {"status": status, "database": database, "cache": cache_state}
+    body = {"status": status, "database": database, "cache": cache_state, "tasks": None}
+    if database == OK:
+        body["tasks"] = tasks_status()
     response = JsonResponse(body, status=503 if status == UNAVAILABLE else 200)
     if status == UNAVAILABLE:
         response["Retry-After"] = "5"

@@ -1,4 +1,4 @@
-"""Parameters of the ticket lists (CONTRACT §6)."""
+"""Parameters of the ticket and order lists (CONTRACT §6)."""
 
 import re
 
@@ -19,7 +19,8 @@ from ticketing.api.filtering import (
 )
 from ticketing.api.openapi import SPACE
 
-from .models import Ticket
+from .codes import reference_code_normalize
+from .models import Order, Ticket
 
 TICKET_STATUSES = tuple(Ticket.Status.values)
 
@@ -79,7 +80,7 @@ def _ticket_query(*, search_fields, exact_extra=None) -> QueryFilter:
     return QueryFilter(
         search_fields=search_fields,
         exact_fields=exact_fields,
-        exact_q={"reference_code": lambda code: Q(reference_code=code.strip().upper())},
+        exact_q={"reference_code": lambda code: Q(reference_code=reference_code_normalize(code))},
     )
 
 
@@ -117,4 +118,18 @@ class EventTicketFilter(ApiFilterSet):
 class UserTicketFilter(ApiFilterSet):
     q = _ticket_query(search_fields=("reference_code", "firstname", "lastname", "email"))
     order_by = OrderByFilter(fields=("id", "created_at", "updated_at", "used_at"))
+    order = OrderFilter()
+
+
+class UserOrderFilter(ApiFilterSet):
+    q = QueryFilter(
+        search_fields=("buyer_firstname", "buyer_lastname", "buyer_email"),
+        exact_fields={
+            "id": int32_form_field(),
+            "event_id": int32_form_field(),
+            "status": forms.ChoiceField(choices=Order.Status.choices),
+            "kind": forms.ChoiceField(choices=Order.Kind.choices),
+        },
+    )
+    order_by = OrderByFilter(fields=("id", "created_at", "paid_at", "updated_at"))
     order = OrderFilter()

@@ -1,10 +1,23 @@
-from django.db.models import Exists, OuterRef, Prefetch, Q, QuerySet
+"""Reads of tickets and orders, each loading what its serializer reads."""
+
+from django.db.models import (
+    Exists,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    prefetch_related_objects,
+)
 from django.db.models.functions import Lower
 
+from events.models import CheckInType
 from organizers.models import Membership
+from organizers.permissions import acts_as_member, organizer_reach
 from ticketing.api.exceptions import NotFound
 
-from .models import Ticket, TicketFormAnswer
+from .codes import reference_code_normalize
+from .models import Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAnswer
 
 
 def tickets_for_output(queryset: QuerySet[Ticket] | None = None) -> QuerySet[Ticket]:
@@ -15,9 +28,57 @@ def tickets_for_output(queryset: QuerySet[Ticket] | None = None) -> QuerySet[Tic
     )
 
 
-def normalize_reference_code(raw: str) -> str:
-    """Reference codes are stored upper-case; lookups ignore case and surrounding spaces."""
-    return raw.strip().upper()
+def with_form_answers(ticket: Ticket, *, has_answers: bool = True) -> Ticket:
+    """Load what `TicketSerializer` reads from the form answers of one ticket.
+
+    Most tickets have none; when a lookup already told us so, the cache `prefetch_related`
+    would leave is set directly: no query, and none of the prefetch machinery's cost, which on
+    the check-in path is as large as the query it saves. Django's private names used here are
+    pinned by tests/write_api/test_private_caches.py.
+    """
+    if has_answers:
+        answers = TicketFormAnswer.objects.select_related("field")
+        prefetch_related_objects([ticket], Prefetch("form_answers", queryset=answers))
+    else:
+        # What prefetch_related itself leaves for a ticket without answers: an evaluated
+        # queryset. A bare `.none()` would still be compiled each time it is read.
+        answers = TicketFormAnswer.objects.none()
+        answers._result_cache, answers._prefetch_done = [], True
+        ticket.__dict__.setdefault("_prefetched_objects_cache", {})["form_answers"] = answers
+    return ticket
+
+
+def ticket_for_output(**filters) -> Ticket | None:
+    """The ticket matching unique `filters`, ready for `TicketSerializer`, or None.
+
+    No `first()`: its ORDER BY id is meaningless on a unique key, and on a growing table with
+    stale statistics it can lead the planner away from the unique index.
+    """
+    ticket = next(iter(Ticket.objects.select_related("ticket_type").filter(**filters)[:1]), None)
+    return with_form_answers(ticket) if ticket is not None else None
+
+
+def check_in_types_for_ticket(ticket: Ticket) -> dict[int, CheckInType]:
+    """The event's check-in types by id, each annotated with whether this ticket may use it
+    (`restricted`, `valid_for_ticket`) and when it was admitted there (`admitted_at`, None if
+    not). One query; events have a handful."""
+    through = CheckInType.ticket_types.through
+    return {
+        t.pk: t
+        for t in CheckInType.objects.filter(event_id=ticket.event_id).annotate(
+            restricted=Exists(through.objects.filter(checkintype_id=OuterRef("pk"))),
+            valid_for_ticket=Exists(
+                through.objects.filter(
+                    checkintype_id=OuterRef("pk"), tickettype_id=ticket.ticket_type_id
+                )
+            ),
+            admitted_at=Subquery(
+                TicketCheckIn.objects.filter(
+                    ticket_id=ticket.pk, check_in_type_id=OuterRef("pk")
+                ).values("used_at")[:1]
+            ),
+        )
+    }
 
 
 def event_tickets(*, event_id: int) -> QuerySet[Ticket]:
@@ -37,7 +98,7 @@ def event_ticket_find(
     Raises: NotFound.
     """
     if reference_code is not None:
-        condition = Q(reference_code=normalize_reference_code(reference_code))
+        condition = Q(reference_code=reference_code_normalize(reference_code))
     elif nfc_uid is not None:
         condition = Q(nfc_uid=nfc_uid)
     else:
@@ -53,18 +114,29 @@ def _user_email(user) -> str | None:
     return email or None  # a blank email must not match every blank-email ticket
 
 
-def orders_of_user(*, user) -> QuerySet:
+def orders_of_user(*, user) -> QuerySet[Order]:
     """Orders that are the user's: bought by them, or for their email (CONTRACT §8).
 
-    Emails compare lower-cased, through the `Lower(buyer_email)` index. The model comes from
-    the relation because imports go orders → tickets, never back.
+    Emails compare lower-cased, through the `Lower(buyer_email)` index.
     """
-    order_model = Ticket._meta.get_field("order").related_model
     condition = Q(buyer=user)
     email = _user_email(user)
     if email:
         condition |= Q(buyer_email_lower=email)
-    return order_model.objects.alias(buyer_email_lower=Lower("buyer_email")).filter(condition)
+    return Order.objects.alias(buyer_email_lower=Lower("buyer_email")).filter(condition)
+
+
+def orders_for_output(queryset: QuerySet[Order]) -> QuerySet[Order]:
+    """Orders with everything `OrderSerializer` reads, in three queries whatever their number."""
+    return queryset.prefetch_related(
+        Prefetch("form_answers", queryset=OrderFormAnswer.objects.select_related("field")),
+        Prefetch("tickets", queryset=Ticket.objects.only("id", "order_id").order_by("id")),
+    )
+
+
+def user_orders_for_organizer(*, user, organizer_id: int) -> QuerySet[Order]:
+    """The user's orders (CONTRACT §8) for events of one organizer."""
+    return orders_for_output(orders_of_user(user=user).filter(event__organizer_id=organizer_id))
 
 
 def tickets_of_user(*, user) -> QuerySet[Ticket]:
@@ -95,24 +167,21 @@ def ticket_find_for_caller(*, caller, event_id: int, reference_code: str) -> Tic
 
     Raises: NotFound.
     """
+    reach = organizer_reach(caller)
+    if reach.none:
+        raise NotFound("Ticket not found.")
     queryset = event_tickets(event_id=event_id).filter(
-        reference_code=normalize_reference_code(reference_code)
+        reference_code=reference_code_normalize(reference_code)
     )
-    owner_id = caller.application.organizer_id
-    if owner_id is not None:
-        queryset = queryset.filter(event__organizer_id=owner_id)
-    elif not caller.is_user_token:
-        raise NotFound("Ticket not found.")  # a platform application acts for no organizer
-    if caller.is_user_token:
+    if reach.organizer_id is not None:
+        queryset = queryset.filter(event__organizer_id=reach.organizer_id)
+    if reach.member_user_id is not None:
         visible = Q(pk__in=tickets_of_user(user=caller.user).values("id"))
-        if caller.has_scope("organizer"):
-            visible |= Q(
-                Exists(
-                    Membership.objects.filter(
-                        user=caller.user, organizer_id=OuterRef("event__organizer_id")
-                    )
-                )
+        if acts_as_member(caller):
+            members = Membership.objects.filter(
+                user_id=reach.member_user_id, organizer_id=OuterRef("event__organizer_id")
             )
+            visible |= Q(Exists(members))
         queryset = queryset.filter(visible)
     ticket = queryset.first()
     if ticket is None:

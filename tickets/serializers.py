@@ -1,10 +1,12 @@
+"""Output serializers: the spec's Ticket and Order, and the bodies of the write endpoints."""
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from events.pricing import price_label, satangs_to_decimal_string
-from ticketing.api.fields import BlankAsNullCharField, SuccessField
+from ticketing.api.fields import BlankAsNullCharField, Int32Field, SuccessField
 
-from .models import Ticket
+from .models import Order, Ticket
 
 
 class FormAnswerSerializer(serializers.Serializer):
@@ -135,4 +137,68 @@ class TicketResponseSerializer(serializers.Serializer):
     """`{success, ticket}` (search)."""
 
     success = SuccessField()
+    ticket = TicketSerializer()
+
+
+class OrderSerializer(serializers.ModelSerializer):
+    """The spec's Order. Needs `form_answers__field` and `tickets` (ids only) prefetched."""
+
+    buyer_phone = BlankAsNullCharField()
+    buyer_phone_country = BlankAsNullCharField()
+    buyer_phone_country_code = serializers.CharField(allow_null=True)
+    buyer_phone_local = serializers.CharField(allow_null=True)
+    forms = FormAnswerSerializer(source="form_answers", many=True)
+    ticket_ids = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Order
+        fields = [
+            "id",
+            "status",
+            "buyer_firstname",
+            "buyer_lastname",
+            "buyer_email",
+            "buyer_phone",
+            "buyer_phone_country",
+            "buyer_phone_country_code",
+            "buyer_phone_local",
+            "event_id",
+            "forms",
+            "ticket_ids",
+            "created_at",
+            "updated_at",
+            "paid_at",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field({"type": "array", "items": {"type": "integer", "format": "int32"}})
+    def get_ticket_ids(self, order: Order) -> list[int]:
+        return [ticket.id for ticket in order.tickets.all()]
+
+
+class TypeResultSerializer(serializers.Serializer):
+    check_in_type_id = Int32Field()
+    check_in_type_name = serializers.CharField(allow_null=True)
+    used_at = serializers.DateTimeField(allow_null=True)
+    success = serializers.BooleanField()
+    error = serializers.CharField(allow_null=True)
+
+
+class GateResultSerializer(serializers.Serializer):
+    """`{success, ticket, check_in_results, renew_results}`; `success` is every type's."""
+
+    success = serializers.BooleanField()
+    ticket = TicketSerializer()
+    check_in_results = TypeResultSerializer(many=True)
+    renew_results = TypeResultSerializer(many=True)
+
+
+class TicketResultSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    ticket = TicketSerializer()
+
+
+class TicketCreateResultSerializer(serializers.Serializer):
+    success = serializers.BooleanField()
+    idempotent = serializers.BooleanField(help_text="True when this replays an earlier creation.")
     ticket = TicketSerializer()

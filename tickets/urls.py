@@ -1,22 +1,40 @@
+"""The ticket routes: an event's tickets and the gate, the user's tickets and orders, search."""
+
 from django.urls import path
 
 from . import views
 
+_EVENT = "organizers/<int:organizer_id>/events/<int:event_id>"
+
 urlpatterns = [
+    path(f"{_EVENT}/tickets", views.EventTicketsView.as_view(), name="event-tickets"),
     path(
-        "organizers/<int:organizer_id>/events/<int:event_id>/tickets",
-        views.EventTicketsView.as_view(),
-        name="event-tickets",
-    ),
-    path(
-        "organizers/<int:organizer_id>/events/<int:event_id>/tickets/search",
+        f"{_EVENT}/tickets/search",
         views.EventTicketSearchView.as_view(),
         name="event-ticket-search",
+    ),
+    path(
+        f"{_EVENT}/tickets/<int:ticket_id>/checkin",
+        views.TicketCheckInView.as_view(),
+        name="ticket-checkin",
+    ),
+    path(
+        f"{_EVENT}/tickets/<int:ticket_id>/renew",
+        views.TicketRenewView.as_view(),
+        name="ticket-renew",
+    ),
+    path(
+        f"{_EVENT}/tickets/invalidate",
+        views.TicketInvalidateView.as_view(),
+        name="ticket-invalidate",
     ),
     path(
         "organizers/<int:organizer_id>/tickets",
         views.UserTicketsView.as_view(),
         name="user-tickets",
+    ),
+    path(
+        "organizers/<int:organizer_id>/orders", views.UserOrdersView.as_view(), name="user-orders"
     ),
     path("tickets/search", views.TicketSearchView.as_view(), name="ticket-search"),
 ]

@@ -1,43 +1,155 @@
-"""Ticket reads: an event's tickets and its search, the user's tickets, the global search."""
+"""The ticket endpoints: an event's tickets (list, search, creation), the gate's check-in, renew
+and invalidate (CONTRACT §5, §7), the user's tickets and orders, and the global search.
 
-from drf_spectacular.utils import extend_schema
+Views parse, call one selector or service and render. Rejections are the services' exceptions,
+rendered by the API exception handler; a gate rejection already carries the ticket.
+"""
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers
-from rest_framework.exceptions import ValidationError
-from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from events.selectors import event_get_for_organizer
-from ticketing.api.caller import caller_of
-from ticketing.api.exceptions import ApplicationNotOwned, InsufficientScope
-from ticketing.api.fields import Int32Field
-from ticketing.api.filtering import ApiFilterBackend
-from ticketing.api.openapi import (
-    APPLICATION_TOKEN,
-    BEARER,
-    QUERY_TOKEN,
-    USER_TOKEN,
-    exactly_one_of,
+from organizers.permissions import (
+    OrganizerResource,
+    OrganizerUserResource,
+    TicketSearchAccess,
+    UserOrganizerResource,
 )
-from ticketing.api.permissions import OrganizerResource, UserOrganizerResource
+from ticketing.api.caller import caller_of
+from ticketing.api.exceptions import (
+    ApplicationError,
+    InsufficientScope,
+    NotFound,
+    NotOrganizerMember,
+    UserTokenRequired,
+)
+from ticketing.api.filtering import ApiFilterBackend
 
-from .filters import EventTicketFilter, UserTicketFilter
-from .gate_views import TicketCreateMixin
-from .models import Ticket
+from .exceptions import (
+    CheckInTypeRequired,
+    DuplicateExternalId,
+    DuplicateNfcUid,
+    DuplicateReferenceCode,
+    EventNotActive,
+    QuotaExceeded,
+    TicketAlreadyUsed,
+    TicketNotUsed,
+    TicketRevoked,
+)
+from .filters import EventTicketFilter, UserOrderFilter, UserTicketFilter
+from .inputs import (
+    BODY_TYPES,
+    CheckInInputSerializer,
+    RenewInputSerializer,
+    TicketCreateInputSerializer,
+    TicketInvalidateInputSerializer,
+    TicketKeyParams,
+    TicketSearchParams,
+)
+from .models import Order, Ticket
+from .rules import ADMISSIBLE, SIMPLE_CHECK_IN
 from .selectors import (
     event_ticket_find,
     event_tickets,
     ticket_find_for_caller,
+    user_orders_for_organizer,
     user_tickets_for_organizer,
 )
-from .serializers import TicketResponseSerializer, TicketSerializer
+from .serializers import (
+    GateResultSerializer,
+    OrderSerializer,
+    TicketCreateResultSerializer,
+    TicketResponseSerializer,
+    TicketResultSerializer,
+    TicketSerializer,
+    TypeResultSerializer,
+)
+from .services.common import Actor
+from .services.gate import ticket_check_in_at_gate, ticket_renew
+from .services.issuing import ticket_create
+from .services.revoking import ticket_revoke
 
-SEARCH_KEYS = ("reference_code", "nfc_uid", "ticket_id")
+
+def actor_of(request) -> Actor:
+    caller = caller_of(request)
+    return Actor(user=caller.user, application=caller.application)
+
+
+def _validated(serializer_class, request) -> dict:
+    serializer = serializer_class(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _validated_for_event(serializer_class, request, *, event_id: int) -> dict:
+    """The body, for a service that finds the event itself: a missing event is still a 404
+    before the body is looked at (CONTRACT §3, step 8)."""
+    serializer = serializer_class(data=request.data)
+    if not serializer.is_valid():
+        event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
+        raise serializers.ValidationError(serializer.errors)
+    return serializer.validated_data
+
+
+# --- Schema helpers ---------------------------------------------------------------------------
+
+
+def _error(description: str, errors: list[type[ApplicationError]]) -> OpenApiResponse:
+    """An error response described here, its codes read from the errors that answer it; its body
+    is the shared error component of its status (`ticketing.api.openapi`)."""
+    codes = ", ".join(error.code for error in errors)
+    return OpenApiResponse(description=f"{description} (`error`: {codes}).")
+
+
+# What every gate operation may refuse: the rules of `tickets.rules`, in their order.
+_GATE_REJECTIONS = [rule.error for rule in ADMISSIBLE]
+
+
+def _gate_schema(
+    *,
+    summary: str,
+    description: str,
+    input_serializer,
+    rejections: list[type[ApplicationError]],
+    binds_nfc: bool,
+):
+    conflicts = {409: _error("The NFC tag is bound to another ticket", [DuplicateNfcUid])}
+    return extend_schema(
+        tags=["check-in"],
+        summary=summary,
+        description=description,
+        request=dict.fromkeys(BODY_TYPES, input_serializer),
+        responses={
+            200: GateResultSerializer,
+            404: _error("Organizer, event or ticket not found", [NotFound]),
+            **(conflicts if binds_nfc else {}),
+            422: _error("The ticket cannot be used; the body shows it", rejections),
+        },
+    )
+
+
+def _gate_response(result) -> Response:
+    return Response(
+        {
+            "success": result.success,
+            "ticket": TicketSerializer(result.ticket).data,
+            "check_in_results": TypeResultSerializer(result.check_in_results, many=True).data,
+            "renew_results": TypeResultSerializer(result.renew_results, many=True).data,
+        }
+    )
+
+
+# --- An event's tickets -----------------------------------------------------------------------
 
 
 @extend_schema(tags=["Tickets"])
-class EventTicketsView(TicketCreateMixin, generics.ListAPIView):
-    """GET here; POST (ticket creation) comes from `TicketCreateMixin`, on the same path."""
+class EventTicketsView(generics.ListAPIView):
+    """GET lists the event's tickets; POST issues one (for external ticketing systems).
+
+    Only POST needs a user token (CONTRACT §3 step 2).
+    """
 
     permission_classes = [OrganizerResource]
     serializer_class = TicketSerializer
@@ -45,6 +157,11 @@ class EventTicketsView(TicketCreateMixin, generics.ListAPIView):
     filterset_class = EventTicketFilter
     items_key = "tickets"
     queryset = Ticket.objects.none()  # the model, for the schema; get_queryset scopes it
+
+    def get_permissions(self):
+        if getattr(self, "request", None) is not None and self.request.method == "POST":
+            return [OrganizerUserResource()]
+        return super().get_permissions()
 
     @extend_schema(
         summary="List an event's tickets",
@@ -61,35 +178,49 @@ class EventTicketsView(TicketCreateMixin, generics.ListAPIView):
         )
         return event_tickets(event_id=event.id)
 
-
-class _ExactlyOneKey(serializers.Serializer):
-    """The three ways to name a ticket; exactly one must be sent (CONTRACT §6)."""
-
-    # One object parameter in the document, so that "exactly one" can be stated there.
-    openapi_parameter = "ticket_key"
-    openapi_rules = exactly_one_of(*SEARCH_KEYS)
-
-    reference_code = serializers.CharField(
-        required=False, max_length=64, help_text="Case and surrounding spaces are ignored."
+    @extend_schema(
+        tags=["tickets"],
+        summary="Create a ticket (external ticketing systems)",
+        description=(
+            "Issues one ticket in a new paid order of kind external. Sending an `external_id` "
+            "again with the same ticket type and holder returns the same ticket with "
+            "`idempotent: true`; with other details it is a 409. Needs a user token with scope "
+            "`organizer`."
+        ),
+        request=dict.fromkeys(BODY_TYPES, TicketCreateInputSerializer),
+        responses={
+            200: TicketCreateResultSerializer,
+            403: _error(
+                "Not a user token with scope organizer of a member",
+                [UserTokenRequired, InsufficientScope, NotOrganizerMember],
+            ),
+            404: _error("Organizer, event or ticket type not found", [NotFound]),
+            409: _error(
+                "external_id reused with other data, or reference code taken",
+                [DuplicateExternalId, DuplicateReferenceCode],
+            ),
+            422: _error(
+                "No place left, or the event is draft or ended", [QuotaExceeded, EventNotActive]
+            ),
+        },
     )
-    nfc_uid = serializers.CharField(required=False, max_length=64)
-    ticket_id = Int32Field(required=False, min_value=1, max_value=2**31 - 1)
-
-    def validate(self, attrs):
-        sent = [key for key in SEARCH_KEYS if key in self.initial_data]
-        if len(sent) != 1:
-            named = sent or list(SEARCH_KEYS)
-            message = "Send exactly one of reference_code, nfc_uid or ticket_id."
-            raise ValidationError({key: [message] for key in named})
-        if attrs.get(sent[0]) is None:  # `ticket_id=` parses as "not given"
-            raise ValidationError({sent[0]: ["This field may not be blank."]})
-        return attrs
+    def post(self, request, organizer_id: int, event_id: int):
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
+        data = _validated(TicketCreateInputSerializer, request)
+        result = ticket_create(event=event, actor=actor_of(request), **data)
+        return Response(
+            {
+                "success": True,
+                "idempotent": result.idempotent,
+                "ticket": TicketSerializer(result.ticket).data,
+            }
+        )
 
 
 @extend_schema(
     tags=["Tickets"],
     summary="Find one ticket of an event",
-    parameters=[_ExactlyOneKey],
+    parameters=[TicketKeyParams],
     responses=TicketResponseSerializer,
 )
 class EventTicketSearchView(APIView):
@@ -98,11 +229,96 @@ class EventTicketSearchView(APIView):
     permission_classes = [OrganizerResource]
 
     def get(self, request, organizer_id: int, event_id: int):
-        params = _ExactlyOneKey(data=request.query_params)
+        params = TicketKeyParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         ticket = event_ticket_find(event_id=event.id, **params.validated_data)
         return Response(TicketResponseSerializer({"ticket": ticket}).data)
+
+
+# --- The gate ---------------------------------------------------------------------------------
+
+
+class TicketCheckInView(APIView):
+    permission_classes = [OrganizerResource]
+
+    @_gate_schema(
+        summary="Check a ticket in",
+        description=(
+            "Simple mode (the event has no check-in types): the ticket becomes `used`. Multiple "
+            "mode: each requested type is admitted once; one result per type, in request order. "
+            "Rejections change nothing and return the ticket."
+        ),
+        input_serializer=CheckInInputSerializer,
+        rejections=[
+            *_GATE_REJECTIONS,
+            *(rule.error for rule in SIMPLE_CHECK_IN),
+            CheckInTypeRequired,
+        ],
+        binds_nfc=True,
+    )
+    def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
+        data = _validated_for_event(CheckInInputSerializer, request, event_id=event_id)
+        result = ticket_check_in_at_gate(
+            organizer_id=request.organizer_id,
+            event_id=event_id,
+            ticket_id=ticket_id,
+            actor=actor_of(request),
+            **data,
+        )
+        return _gate_response(result)
+
+
+class TicketRenewView(APIView):
+    permission_classes = [OrganizerResource]
+
+    @_gate_schema(
+        summary="Renew a ticket (undo its check-in)",
+        description=(
+            "Simple mode: `used` → `active`. Multiple mode: undoes the requested types (default "
+            "all); the ticket is `active` again once none remains."
+        ),
+        input_serializer=RenewInputSerializer,
+        rejections=[*_GATE_REJECTIONS, TicketNotUsed],
+        binds_nfc=False,
+    )
+    def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
+        data = _validated(RenewInputSerializer, request)
+        result = ticket_renew(event=event, ticket_id=ticket_id, actor=actor_of(request), **data)
+        return _gate_response(result)
+
+
+class TicketInvalidateView(APIView):
+    """`POST .../events/{e}/tickets/invalidate` (CONTRACT §5)."""
+
+    permission_classes = [OrganizerResource]
+
+    @extend_schema(
+        tags=["check-in"],
+        summary="Invalidate (revoke) a ticket",
+        description=(
+            "By `ticket_id` or `reference_code` (both: they must name the same ticket). "
+            "Revoking is final and frees the ticket's place; a used ticket must be renewed first."
+        ),
+        request=dict.fromkeys(BODY_TYPES, TicketInvalidateInputSerializer),
+        responses={
+            200: TicketResultSerializer,
+            404: _error("Organizer, event or ticket not found", [NotFound]),
+            422: _error(
+                "Already revoked, or checked in; the body shows the ticket",
+                [TicketRevoked, TicketAlreadyUsed],
+            ),
+        },
+    )
+    def post(self, request, organizer_id: int, event_id: int):
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
+        data = _validated(TicketInvalidateInputSerializer, request)
+        ticket = ticket_revoke(event=event, actor=actor_of(request), **data)
+        return Response({"success": True, "ticket": TicketSerializer(ticket).data})
+
+
+# --- The user's own, and the global search ------------------------------------------------------
 
 
 @extend_schema(tags=["Tickets"], summary="List the user's tickets of an organizer")
@@ -122,45 +338,27 @@ class UserTicketsView(generics.ListAPIView):
         )
 
 
-class TicketSearchAccess(BasePermission):
-    """`GET /tickets/search` sits under no organizer path, so the organizer checks of
-    CONTRACT §3 cannot run; what a token may see is decided by `ticket_find_for_caller`.
+@extend_schema(tags=["Orders"], summary="List the user's orders of an organizer")
+class UserOrdersView(generics.ListAPIView):
+    """The caller's own orders (CONTRACT §8) for the organizer's events."""
 
-    Here only: a user token needs scope `public` or `organizer`; an application token needs
-    `public` and an owning organizer (a platform application acts for no organizer).
-    """
+    permission_classes = [UserOrganizerResource]
+    serializer_class = OrderSerializer
+    filter_backends = [ApiFilterBackend]
+    filterset_class = UserOrderFilter
+    items_key = "orders"
+    queryset = Order.objects.none()
 
-    openapi_security = [
-        {USER_TOKEN: ["public"]},
-        {USER_TOKEN: ["organizer"]},
-        {APPLICATION_TOKEN: ["public"]},
-        {BEARER: []},
-        {QUERY_TOKEN: []},
-    ]
-    openapi_errors = (403, 404)
-
-    def has_permission(self, request, view) -> bool:
-        caller = caller_of(request)
-        if caller.is_user_token:
-            if not (caller.has_scope("public") or caller.has_scope("organizer")):
-                raise InsufficientScope("public")
-            return True
-        if not caller.has_scope("public"):
-            raise InsufficientScope("public")
-        if caller.application.organizer_id is None:
-            raise ApplicationNotOwned("A platform application is not owned by any organizer.")
-        return True
-
-
-class _TicketSearchParams(serializers.Serializer):
-    event_id = Int32Field(min_value=1, max_value=2**31 - 1)
-    reference_code = serializers.CharField(max_length=64)
+    def get_queryset(self):
+        return user_orders_for_organizer(
+            user=caller_of(self.request).user, organizer_id=self.request.organizer_id
+        )
 
 
 @extend_schema(
     tags=["Tickets"],
     summary="Find a ticket by event and reference code",
-    parameters=[_TicketSearchParams],
+    parameters=[TicketSearchParams],
     responses=TicketResponseSerializer,
 )
 class TicketSearchView(APIView):
@@ -169,7 +367,7 @@ class TicketSearchView(APIView):
     permission_classes = [TicketSearchAccess]
 
     def get(self, request):
-        params = _TicketSearchParams(data=request.query_params)
+        params = TicketSearchParams(data=request.query_params)
         params.is_valid(raise_exception=True)
         ticket = ticket_find_for_caller(caller=caller_of(request), **params.validated_data)
         return Response(TicketResponseSerializer({"ticket": ticket}).data)

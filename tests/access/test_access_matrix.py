@@ -3,7 +3,8 @@
 To add an endpoint, append an `Endpoint` to `ENDPOINTS` with one of the expectation rows
 below (or a row of its own). Paths use `{o}` (the organizer), `{other_o}`, `{e}` (its event),
 `{other_e}` (the other organizer's event), `{t}` (an active ticket of the buyer), `{used}` (a
-used ticket) and `{ref}` (the active ticket's reference code).
+used ticket), `{ref}` (the active ticket's reference code) and `{w}` (a webhook endpoint of
+the organizer).
 """
 
 from collections.abc import Callable
@@ -12,7 +13,6 @@ from dataclasses import dataclass, field
 import pytest
 from rest_framework.test import APIClient
 
-from tests.conftest import mint_token
 from tests.factories import (
     ApplicationFactory,
     EventFactory,
@@ -22,8 +22,10 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
     UserFactory,
+    WebhookEndpointFactory,
 )
-from tests.oauth.conftest import stored_token
+from tests.oauth.flow import stored_token
+from tests.support import mint_token
 from tickets.models import Ticket
 
 CALLERS = (
@@ -95,6 +97,8 @@ UNKNOWN_ORGANIZER_USER_LIST = {
 }
 # Step 8 (event of another organizer) comes after every caller check.
 FOREIGN_EVENT = {**ORGANIZER_RESOURCE, "app_own": NOT_FOUND, "user_member": NOT_FOUND}
+# Webhook management (§13): a person with role owner or admin ("user_member" is an admin).
+WEBHOOK_CREATE = {**ORGANIZER_USER_RESOURCE, "user_member": (201, None)}
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,27 @@ ENDPOINTS = [
         FOREIGN_EVENT,
         _empty_body,
     ),
+    Endpoint("webhooks", "GET", "/api/public/organizers/{o}/webhooks", ORGANIZER_USER_RESOURCE),
+    Endpoint(
+        "webhook_create",
+        "POST",
+        "/api/public/organizers/{o}/webhooks",
+        WEBHOOK_CREATE,
+        lambda world: {"url": "https://93.184.215.14/hooks", "event_types": ["*"]},
+    ),
+    Endpoint(
+        "webhook_delete",
+        "DELETE",
+        "/api/public/organizers/{o}/webhooks/{w}",
+        ORGANIZER_USER_RESOURCE,
+    ),
+    Endpoint(
+        "webhook_test",
+        "POST",
+        "/api/public/organizers/{o}/webhooks/{w}/test",
+        ORGANIZER_USER_RESOURCE,
+        _empty_body,
+    ),
 ]
 
 
@@ -209,6 +234,7 @@ class World:
         )
         self.other_event = EventFactory(organizer=self.other_organizer)
         self.other_ticket = TicketFactory(event=self.other_event)
+        self.webhook = WebhookEndpointFactory(organizer=self.organizer)
 
     def path(self, template: str) -> str:
         return template.format(
@@ -220,6 +246,7 @@ class World:
             used=self.used.id,
             other_t=self.other_ticket.id,
             ref=self.ticket.reference_code,
+            w=self.webhook.id,
         )
 
     def token(self, caller: str) -> str | None:
@@ -273,6 +300,8 @@ def test_access_matrix(endpoint: Endpoint, caller: str):
 
     if endpoint.method == "GET":
         response = client.get(path)
+    elif endpoint.method == "DELETE":
+        response = client.delete(path)
     else:
         response = client.post(path, endpoint.body(world), format="json")
 
@@ -298,6 +327,7 @@ def test_matrix_covers_every_api_route():
         .replace("{e}", "<int:event_id>")
         .replace("{t}", "<int:ticket_id>")
         .replace("{used}", "<int:ticket_id>")
+        .replace("{w}", "<int:webhook_id>")
         for path in covered
     }
 

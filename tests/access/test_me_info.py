@@ -6,10 +6,10 @@ import pytest
 from django.test import override_settings
 
 from accounts.selectors import service_version
-from tests.conftest import TokenClient, mint_token
 from tests.factories import UserFactory
-from tests.oauth.conftest import stored_token
+from tests.oauth.flow import stored_token
 from tests.oauth.support import wait_for_fresh_window
+from tests.support import TokenClient, mint_token
 from ticketing.api.throttling import token_rate_key
 
 pytestmark = pytest.mark.django_db

@@ -2,8 +2,8 @@
 
 import pytest
 
-from tests.conftest import TokenClient, mint_token
 from tests.factories import ApplicationFactory, MembershipFactory, OrganizerFactory, UserFactory
+from tests.support import TokenClient, mint_token
 
 pytestmark = pytest.mark.django_db
 

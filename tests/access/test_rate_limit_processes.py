@@ -4,18 +4,17 @@ import json
 
 import pytest
 
-from tests.conftest import mint_token
 from tests.factories import ApplicationFactory, UserFactory
 from tests.oauth.support import (
     database_url,
+    free_port,
     get,
     gunicorn_command,
     running,
     server_env,
     wait_for_fresh_window,
 )
-
-PORTS = (8101, 8102)
+from tests.support import mint_token
 
 
 @pytest.mark.postgres
@@ -25,16 +24,17 @@ def test_me_limit_is_shared_by_two_gunicorn_processes(tmp_path):
     user = UserFactory()
     token = mint_token(application=ApplicationFactory(), user=user)
     env = server_env(DATABASE_URL=database_url())
+    ports = (free_port(), free_port())
 
     with (
-        running(gunicorn_command(PORTS[0]), port=PORTS[0], env=env, log=tmp_path / "a.log"),
-        running(gunicorn_command(PORTS[1]), port=PORTS[1], env=env, log=tmp_path / "b.log"),
+        running(gunicorn_command(ports[0]), port=ports[0], env=env, log=tmp_path / "a.log"),
+        running(gunicorn_command(ports[1]), port=ports[1], env=env, log=tmp_path / "b.log"),
     ):
-        for port in PORTS:  # warm up: database and Redis connections, imports (not /me)
+        for port in ports:  # warm up: database and Redis connections, imports (not /me)
             assert get(f"http://127.0.0.1:{port}/api/public/organizers", token=token)[0] == 200
         wait_for_fresh_window(f"user:{user.id}", margin=30)
         answers = [
-            get(f"http://127.0.0.1:{PORTS[i % 2]}/api/public/me", token=token) for i in range(12)
+            get(f"http://127.0.0.1:{ports[i % 2]}/api/public/me", token=token) for i in range(12)
         ]
 
     statuses = [status for status, _, _ in answers]
@@ -45,6 +45,6 @@ def test_me_limit_is_shared_by_two_gunicorn_processes(tmp_path):
     assert json.loads(body)["error"] == "rate_limited"
     assert 1 <= int(headers["Retry-After"]) <= 60
     # Each process served half of them: the count really crossed processes.
-    for port, log in zip(PORTS, ("a.log", "b.log"), strict=True):
+    for port, log in zip(ports, ("a.log", "b.log"), strict=True):
         text = (tmp_path / log).read_text()
         assert text.count("GET /api/public/me ") == 6, (port, text[-2000:])

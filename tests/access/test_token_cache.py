@@ -14,9 +14,16 @@ from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 
 from oauth_setup import token_cache
-from tests.conftest import TokenClient, mint_token
 from tests.factories import ApplicationFactory, UserFactory
-from tests.oauth.support import database_url, get, gunicorn_command, running, server_env
+from tests.oauth.support import (
+    database_url,
+    free_port,
+    get,
+    gunicorn_command,
+    running,
+    server_env,
+)
+from tests.support import TokenClient, mint_token
 
 pytestmark = pytest.mark.django_db
 
@@ -198,7 +205,7 @@ def test_revocation_in_one_process_reaches_the_other(tmp_path):
     application = ApplicationFactory()
     raw = mint_token(application=application, user=UserFactory())
     env = server_env(DATABASE_URL=database_url())
-    ports = (8108, 8109)  # free of the other tests that start servers
+    ports = (free_port(), free_port())
     url = "http://127.0.0.1:{}/api/public/organizers"
     with (
         running(gunicorn_command(ports[0]), port=ports[0], env=env, log=tmp_path / "a.log"),

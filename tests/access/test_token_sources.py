@@ -5,8 +5,8 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
-from tests.conftest import mint_token
 from tests.factories import TicketFactory
+from tests.support import mint_token
 from tickets.models import Ticket
 
 pytestmark = pytest.mark.django_db

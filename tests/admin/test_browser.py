@@ -6,7 +6,6 @@ import pytest
 from django.utils import formats, timezone
 from pytest_django.live_server_helper import LiveServer
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
 from tests.factories import (
     EventFactory,
     MembershipFactory,
@@ -14,6 +13,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
+from tests.support import CHROMIUM, CHROMIUM_ARGS
 from tickets.models import CheckInLog, Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

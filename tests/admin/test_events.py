@@ -9,8 +9,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from events.exceptions import CapacityBelowSold
 from events.models import Event, TicketType
-from events.services import CapacityBelowSold, event_end_past, ticket_type_update
+from events.services import event_end_past, ticket_type_update
 from tests.admin.helpers import change_form_data, messages_of
 from tests.factories import (
     CheckInTypeFactory,

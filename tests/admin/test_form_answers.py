@@ -15,7 +15,7 @@ def test_ticket_and_order_pages_show_their_form_answers(staff_client, world_a):
     world_a.order.form_answers.create(field=company, value="Siam <b>Widgets</b>")
 
     ticket_page = staff_client.get(reverse("admin:tickets_ticket_change", args=[world_a.ticket.pk]))
-    order_page = staff_client.get(reverse("admin:orders_order_change", args=[world_a.order.pk]))
+    order_page = staff_client.get(reverse("admin:tickets_order_change", args=[world_a.order.pk]))
 
     assert ticket_page.status_code == order_page.status_code == 200
     ticket_html, order_html = ticket_page.content.decode(), order_page.content.decode()

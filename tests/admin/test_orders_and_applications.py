@@ -7,15 +7,14 @@ from django.urls import reverse
 
 from events.models import TicketType
 from oauth_setup.models import Application
-from orders.models import Order
 from tests.admin.helpers import change_form_data, changelist_column, field_cells, messages_of
 from tests.factories import OrderFactory, TicketFactory, UserFactory
-from tickets.models import Ticket
+from tickets.models import Order, Ticket
 
 
 @pytest.mark.django_db
 def test_order_page_lists_its_tickets(staff_client, world_a):
-    page = staff_client.get(reverse("admin:orders_order_change", args=[world_a.order.pk]))
+    page = staff_client.get(reverse("admin:tickets_order_change", args=[world_a.order.pk]))
 
     tickets = next(f for f in page.context["inline_admin_formsets"] if f.formset.model is Ticket)
     assert [t.reference_code for t in tickets.formset.queryset] == ["ACODE01", "AUSED01"]
@@ -33,7 +32,7 @@ def test_buyer_column_shows_the_name_and_any_linked_account(staff_client, world_
         buyer=UserFactory(username="somchai"),
     )
 
-    response = staff_client.get(reverse("admin:orders_order_changelist"))
+    response = staff_client.get(reverse("admin:tickets_order_changelist"))
 
     assert changelist_column(response, "buyer") == [  # newest first
         "Somchai Dee (account somchai)",
@@ -48,7 +47,7 @@ def test_order_page_shows_each_ticket_holder(staff_client, world_a):
         firstname="Somchai", lastname="Dee", holder=UserFactory(username="somchai")
     )
 
-    page = staff_client.get(reverse("admin:orders_order_change", args=[world_a.order.pk]))
+    page = staff_client.get(reverse("admin:tickets_order_change", args=[world_a.order.pk]))
 
     assert field_cells(page, "holder_with_account") == [
         "Malee Jaidee",
@@ -63,7 +62,7 @@ def test_cancel_order_confirms_then_revokes_tickets_through_the_service(admin_cl
         2, event=world_a.event, ticket_type=world_a.ticket_type, order=order
     )
     sold_before = TicketType.objects.get(pk=world_a.ticket_type.pk).sold_count
-    url = reverse("admin:orders_order_changelist")
+    url = reverse("admin:tickets_order_changelist")
 
     confirm = admin_client_a.post(
         url, {"action": "cancel_orders", "_selected_action": [order.pk], "index": 0}
@@ -97,7 +96,7 @@ def test_staff_cannot_cancel_orders(staff_client, world_a):
     order = OrderFactory(event=world_a.event)
 
     response = staff_client.post(
-        reverse("admin:orders_order_changelist"),
+        reverse("admin:tickets_order_changelist"),
         {"action": "cancel_orders", "_selected_action": [order.pk], "apply": "1"},
     )
 
@@ -110,7 +109,7 @@ def test_staff_cannot_cancel_orders(staff_client, world_a):
 
 @pytest.mark.django_db
 def test_order_buyer_name_is_editable_but_status_is_not(admin_client_a, world_a):
-    url = reverse("admin:orders_order_change", args=[world_a.order.pk])
+    url = reverse("admin:tickets_order_change", args=[world_a.order.pk])
     page = admin_client_a.get(url)
     data = change_form_data(page)
     data.update({"buyer_firstname": "Anong", "status": "cancelled"})
@@ -129,7 +128,7 @@ def test_order_buyer_name_is_editable_but_status_is_not(admin_client_a, world_a)
 
 @pytest.mark.django_db
 def test_order_search_by_number_and_email(staff_client, world_a):
-    url = reverse("admin:orders_order_changelist")
+    url = reverse("admin:tickets_order_changelist")
 
     by_id = staff_client.get(url, {"q": str(world_a.order.pk)}).context["cl"].result_list
     by_mail = staff_client.get(url, {"q": "a-buyer@"}).context["cl"].result_list

@@ -85,7 +85,7 @@ def test_order_changelist_and_check_in_log_query_counts_are_constant(staff_clien
     orders, logs = [], []
     for n in (10, 500):
         event, _ = _big_event(organizer, n)
-        orders.append(_count(staff_client, reverse("admin:orders_order_changelist")))
+        orders.append(_count(staff_client, reverse("admin:tickets_order_changelist")))
         logs.append(
             _count(
                 staff_client, reverse("admin:tickets_checkinlog_changelist"), {"event_id": event.pk}

@@ -6,9 +6,8 @@ from django.urls import reverse
 
 from events.models import Event
 from oauth_setup.models import Application
-from orders.models import Order
 from tests.factories import MembershipFactory, UserFactory
-from tickets.models import Ticket
+from tickets.models import Order, Ticket
 
 # (admin url prefix, attribute of the world fixture)
 MODELS = [
@@ -17,7 +16,7 @@ MODELS = [
     ("events_tickettype", "ticket_type"),
     ("tickets_ticket", "ticket"),
     ("tickets_checkinlog", "log"),
-    ("orders_order", "order"),
+    ("tickets_order", "order"),
     ("oauth_setup_application", "application"),
 ]
 
@@ -165,7 +164,7 @@ def test_cancel_action_on_another_organizers_order_changes_nothing(
     admin_client_a, world_a, world_b
 ):
     admin_client_a.post(
-        reverse("admin:orders_order_changelist"),
+        reverse("admin:tickets_order_changelist"),
         {"action": "cancel_orders", "_selected_action": [world_b.order.pk], "apply": "1"},
     )
 
@@ -191,7 +190,7 @@ def test_staff_role_views_but_cannot_change(staff_client, world_a):
 @pytest.mark.django_db
 def test_staff_role_has_operating_actions_only(staff_client, admin_client_a, world_a):
     tickets = reverse("admin:tickets_ticket_changelist")
-    orders = reverse("admin:orders_order_changelist")
+    orders = reverse("admin:tickets_order_changelist")
 
     staff_ticket_actions = {
         a for a, _ in staff_client.get(tickets).context["action_form"].fields["action"].choices

@@ -1,6 +1,11 @@
 """The shared API layer: error envelope, token sources, pagination parameters."""
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.urls import resolve
@@ -70,3 +75,57 @@ def test_unknown_route_is_not_in_the_openapi_document(api_client):
     documented = [re.sub(r"{\w+}", "1", path) for path in document["paths"]]
     assert len(documented) > 10
     assert [p for p in documented if resolve(p).url_name == "api-unknown-route"] == []
+
+
+# CONTRACT §2, status by status; a feature's own codes may come on top.
+CONTRACT_CODES = {
+    400: {"invalid_parameters"},
+    401: {"invalid_token", "organizer_mismatch"},
+    403: {
+        "insufficient_scope",
+        "application_not_owned",
+        "not_organizer_member",
+        "user_token_required",
+    },
+    404: {"not_found"},
+    405: {"method_not_allowed"},
+    409: {"duplicate_external_id", "duplicate_reference_code", "duplicate_nfc_uid"},
+    422: {
+        "quota_exceeded",
+        "ticket_revoked",
+        "ticket_already_used",
+        "ticket_not_used",
+        "order_not_paid",
+        "event_not_active",
+        "check_in_type_required",
+    },
+    429: {"rate_limited"},
+    500: {"server_error"},
+    503: {"service_unavailable"},
+}
+
+
+def test_error_codes_come_from_every_apps_exceptions_once_django_has_started():
+    """`api_error_codes` (the OpenAPI error components, the hostile tests) reads the exception
+    classes; a process that has only started Django, no view imported, knows every app's."""
+    script = (
+        "import django, json; django.setup();"
+        "from ticketing.api.exceptions import api_error_codes;"
+        "print(json.dumps(api_error_codes()))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "ticketing.settings.test"}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    codes = {int(status): set(listed) for status, listed in json.loads(result.stdout).items()}
+    for status, expected in CONTRACT_CODES.items():
+        assert expected <= codes[status], status
+    # Codes only the admin and the commands meet, and the bases of a status, are not the API's.
+    unlisted = {"capacity_below_sold", "event_status_conflict", "duplicate_slug", "conflict"}
+    assert not unlisted & set().union(*codes.values())
+    assert "unprocessable" not in codes[422]

@@ -15,9 +15,8 @@ from django.test import override_settings
 from accounts.models import User
 from events.models import CheckInType, Event, TicketType
 from oauth_setup.models import Application
-from orders.models import Order
 from organizers.models import Membership
-from tickets.models import CheckInLog, Ticket
+from tickets.models import CheckInLog, Order, Ticket
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,7 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test.client import encode_multipart
 
-from tests.hostile.conftest import contract_error
+from tests.hostile.helpers import contract_error
 from tickets.models import CheckInLog
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.hostile.conftest import contract_error
+from tests.hostile.helpers import contract_error
 
 pytestmark = pytest.mark.django_db
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.hostile.conftest import contract_error, no_injected_headers
+from tests.hostile.helpers import contract_error, no_injected_headers
 from tickets.models import Ticket
 
 pytestmark = pytest.mark.django_db

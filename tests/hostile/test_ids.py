@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.hostile.conftest import BEYOND_INT32, contract_error
+from tests.hostile.helpers import BEYOND_INT32, contract_error
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.hostile.conftest import contract_error
+from tests.hostile.helpers import contract_error
 
 pytestmark = pytest.mark.django_db
 

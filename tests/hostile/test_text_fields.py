@@ -8,7 +8,7 @@ import pytest
 
 from events.models import Event
 from tests.factories import TicketFactory, UserFactory
-from tests.hostile.conftest import contract_error
+from tests.hostile.helpers import contract_error
 from tickets.models import CheckInLog, Ticket
 
 pytestmark = pytest.mark.django_db

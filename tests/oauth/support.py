@@ -1,6 +1,7 @@
 """Real server processes for tests, and rate-limit windows that will not roll over mid-test."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -27,6 +28,13 @@ def wait_for_fresh_window(key: str, *, period: int = 60, margin: float = 15.0) -
     left = _get_window(key, period) - time.time()
     if left < margin:
         time.sleep(max(left, 0.0) + 0.5)
+
+
+def free_port() -> int:
+    """A loopback port no process listens on, from the OS, for a server this test starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def database_url() -> str:

@@ -8,8 +8,7 @@ from django.test import Client
 from django.utils import timezone
 from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
-from tests.conftest import TokenClient
-from tests.oauth.conftest import (
+from tests.oauth.flow import (
     REDIRECT_URI,
     authorize_url,
     browser,
@@ -22,6 +21,7 @@ from tests.oauth.conftest import (
     refresh,
     stored_token,
 )
+from tests.support import TokenClient
 
 pytestmark = pytest.mark.django_db
 

@@ -8,8 +8,8 @@ import pytest
 import requests
 from django.conf import settings
 
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
-from tests.oauth.conftest import REDIRECT_URI, authorize_url, live_server_on
+from tests.oauth.flow import REDIRECT_URI, authorize_url, live_server_on
+from tests.support import CHROMIUM, CHROMIUM_ARGS
 
 LIVE_SERVER_PORT = 8106
 PHONE = {"width": 390, "height": 844}

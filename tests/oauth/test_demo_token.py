@@ -6,9 +6,9 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from orders.demo import demo_bootstrap
-from tests.conftest import TokenClient
-from tests.oauth.conftest import stored_token
+from devtools.demo import demo_bootstrap
+from tests.oauth.flow import stored_token
+from tests.support import TokenClient
 
 pytestmark = pytest.mark.django_db
 

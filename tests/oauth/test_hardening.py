@@ -12,9 +12,8 @@ from oauth2_provider.models import AccessToken, Grant, RefreshToken
 
 from oauth_setup.models import Application
 from oauth_setup.services import application_create
-from tests.conftest import TokenClient, mint_token
 from tests.factories import ApplicationFactory
-from tests.oauth.conftest import (
+from tests.oauth.flow import (
     REDIRECT_URI,
     authorize_url,
     browser,
@@ -26,6 +25,7 @@ from tests.oauth.conftest import (
     query_of,
     refresh,
 )
+from tests.support import TokenClient, mint_token
 from ticketing.api.exceptions import InvalidParameters
 
 pytestmark = pytest.mark.django_db

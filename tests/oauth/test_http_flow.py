@@ -8,7 +8,7 @@ import re
 import pytest
 import requests
 
-from tests.oauth.conftest import REDIRECT_URI, authorize_url, live_server_on, query_of
+from tests.oauth.flow import REDIRECT_URI, authorize_url, live_server_on, query_of
 
 PORT = 8107
 

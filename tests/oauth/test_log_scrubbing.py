@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.oauth.support import get, gunicorn_command, running, runserver_command, server_env
+from tests.oauth.support import (
+    free_port,
+    get,
+    gunicorn_command,
+    running,
+    runserver_command,
+    server_env,
+)
 from ticketing.logging import ACCESS_LOGGERS, ScrubTokensFilter, scrub
 
 SECRET = "s3cr3tT0kenValue-_.~+/"
@@ -108,7 +115,7 @@ def _hit(port: int, log: Path, last_line: str) -> None:
 
 
 def test_runserver_access_log_has_no_token(tmp_path):
-    port = 8103
+    port = free_port()
     env = server_env(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     log = tmp_path / "runserver.log"
     with running(runserver_command(port), port=port, env=env, log=log):
@@ -119,7 +126,7 @@ def test_runserver_access_log_has_no_token(tmp_path):
 
 
 def test_gunicorn_access_log_has_no_token(tmp_path):
-    port = 8104
+    port = free_port()
     env = server_env(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     log = tmp_path / "gunicorn.log"
     access = tmp_path / "access.log"

@@ -5,8 +5,8 @@ import base64
 import pytest
 from django.test import Client, override_settings
 
-from tests.conftest import mint_token
 from tests.oauth.support import wait_for_fresh_window
+from tests.support import mint_token
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,10 @@ from django.test import Client, override_settings
 from oauth2_provider.models import AccessToken
 
 from oauth_setup.models import Application
-from tests.conftest import TokenClient
 from tests.factories import ApplicationFactory
-from tests.oauth.conftest import stored_token
+from tests.oauth.flow import stored_token
 from tests.oauth.support import wait_for_fresh_window
+from tests.support import TokenClient
 
 pytestmark = pytest.mark.django_db
 

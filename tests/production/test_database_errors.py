@@ -94,7 +94,7 @@ def test_database_error_in_the_token_lookup_is_503(app_client, monkeypatch):
 @pytest.mark.parametrize("error", [IntegrityError("dup"), DatabaseError("syntax error")])
 def test_other_database_errors_stay_500_without_details(monkeypatch, error, application):
     """A constraint violation nobody caught, or bad SQL, is a bug: 500, logged, no SQL shown."""
-    from tests.conftest import TokenClient, mint_token
+    from tests.support import TokenClient, mint_token
 
     def fail(*args, **kwargs):
         raise error

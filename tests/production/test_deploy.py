@@ -218,7 +218,12 @@ def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
     status, headers, body = _get("/healthz", **{"X-Request-ID": "serve-check-1"})
     assert (status, json.loads(body)) == (
         200,
-        {"status": "ok", "database": "ok", "cache": "not configured"},
+        {
+            "status": "ok",
+            "database": "ok",
+            "cache": "not configured",
+            "tasks": {"pending": 0, "oldest_pending_seconds": None, "failed": 0},
+        },
     )
     assert headers["X-Request-ID"] == "serve-check-1"
 

@@ -10,7 +10,7 @@ import time
 import pytest
 from django.core.checks import run_checks
 
-from tests.conftest import TokenClient, mint_token
+from tests.support import TokenClient, mint_token
 from ticketing.checks import email_is_delivered
 from tickets.models import Ticket
 

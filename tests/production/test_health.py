@@ -9,6 +9,8 @@ from ticketing.settings.caches import redis_caches
 
 pytestmark = pytest.mark.django_db
 
+EMPTY_QUEUE = {"pending": 0, "oldest_pending_seconds": None, "failed": 0}
+
 LOCMEM = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 # What production builds, pointed at a port where nothing listens.
 UNREACHABLE_REDIS = redis_caches(
@@ -30,7 +32,12 @@ def file_cache(settings, tmp_path):
 def test_healthz_ok_with_database_and_cache(client, file_cache):
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "cache": "ok"}
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "cache": "ok",
+        "tasks": EMPTY_QUEUE,
+    }
     assert "no-store" in response["Cache-Control"]
     assert "Retry-After" not in response
 
@@ -39,7 +46,12 @@ def test_healthz_in_process_cache_is_not_configured_and_healthy(client, settings
     settings.CACHES = LOCMEM
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok", "database": "ok", "cache": "not configured"}
+    assert response.json() == {
+        "status": "ok",
+        "database": "ok",
+        "cache": "not configured",
+        "tasks": EMPTY_QUEUE,
+    }
 
 
 def test_healthz_needs_no_token_and_answers_head(client, file_cache):
@@ -55,7 +67,12 @@ def test_healthz_unreachable_cache_is_200_degraded(client, settings):
     settings.CACHES = UNREACHABLE_REDIS
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "degraded", "database": "ok", "cache": "unavailable"}
+    assert response.json() == {
+        "status": "degraded",
+        "database": "ok",
+        "cache": "unavailable",
+        "tasks": EMPTY_QUEUE,
+    }
     assert "Retry-After" not in response
 
 
@@ -71,6 +88,7 @@ def test_healthz_unreachable_database_and_cache_is_503(client, settings):
         "status": "unavailable",
         "database": "unavailable",
         "cache": "unavailable",
+        "tasks": None,
     }
     assert response["Retry-After"] == "5"
 
@@ -82,7 +100,12 @@ def test_healthz_unreachable_database_is_503_naming_it(client, file_cache):
     ):
         response = client.get("/healthz")
     assert response.status_code == 503
-    assert response.json() == {"status": "unavailable", "database": "unavailable", "cache": "ok"}
+    assert response.json() == {
+        "status": "unavailable",
+        "database": "unavailable",
+        "cache": "ok",
+        "tasks": None,
+    }
     assert response["Retry-After"] == "5"
 
 

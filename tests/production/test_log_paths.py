@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from tests.conftest import mint_token
+from tests.support import mint_token
 from ticketing.log_format import JsonFormatter
 from ticketing.logging import ScrubTokensFilter, scrub, scrub_url
 from ticketing.middleware import RequestIdFilter

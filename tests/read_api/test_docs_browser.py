@@ -10,9 +10,9 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.test.testcases import LiveServerThread
 from pytest_django.live_server_helper import LiveServer
 
+from devtools.demo import USERS, demo_bootstrap, docs_redirect_uri
 from oauth_setup.models import Application
-from orders.demo import USERS, demo_bootstrap, docs_redirect_uri
-from tests.conftest import CHROMIUM, CHROMIUM_ARGS
+from tests.support import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.browser
 

@@ -14,7 +14,7 @@ from tests.factories import (
 )
 from tickets.models import Ticket, TicketFormAnswer
 
-from .conftest import ids, set_times
+from .helpers import ids, set_times
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 
 from events.models import Event
-from tests.conftest import TokenClient, mint_token
 from tests.factories import (
     ApplicationFactory,
     CheckInTypeFactory,
@@ -15,8 +14,9 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
+from tests.support import TokenClient, mint_token
 
-from .conftest import ids, set_times
+from .helpers import ids, set_times
 
 pytestmark = pytest.mark.django_db
 

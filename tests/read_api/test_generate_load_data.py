@@ -8,9 +8,8 @@ from django.core.management import CommandError, call_command
 from django.db.models import Count, Q
 
 from events.models import Event, TicketType
-from orders.models import Order
 from tests.factories import OrganizerFactory
-from tickets.models import Ticket
+from tickets.models import Order, Ticket
 
 pytestmark = pytest.mark.django_db
 

@@ -21,14 +21,15 @@ from openapi_schema_validator import OAS30Validator
 from openapi_spec_validator import validate
 from rest_framework.test import APIClient
 
-from tests.conftest import TokenClient, mint_token
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,
     OrderFactory,
     TicketFactory,
     TicketTypeFactory,
+    WebhookEndpointFactory,
 )
+from tests.support import TokenClient, mint_token
 
 pytestmark = pytest.mark.django_db
 
@@ -217,6 +218,7 @@ def world(organizer, application, member, buyer, platform_application):
         event_id=event.id,
         draft_event_id=draft_type.event_id,
         draft_ticket_type_id=draft_type.id,
+        webhook_id=WebhookEndpointFactory(organizer=organizer).id,
         ticket_type_id=ticket_type.id,
         active=TicketFactory(event=event, ticket_type=ticket_type, order=order, nfc_uid="04:A1"),
         active2=TicketFactory(event=event, ticket_type=ticket_type, order=order),
@@ -435,6 +437,45 @@ CASES = [
         404,
         {"event_id": "{event_id}", "reference_code": "NOPE2345"},
     ),
+    Case("webhooks", "get", "/organizers/{organizer_id}/webhooks", "organizer", 200),
+    Case("webhooks with app token", "get", "/organizers/{organizer_id}/webhooks", "app", 403),
+    Case(
+        "webhook create",
+        "post",
+        "/organizers/{organizer_id}/webhooks",
+        "organizer",
+        201,
+        {"url": "https://93.184.215.14/hooks", "event_types": ["ticket.checked_in"]},
+    ),
+    Case(
+        "webhook create refused",
+        "post",
+        "/organizers/{organizer_id}/webhooks",
+        "organizer",
+        400,
+        {"url": "https://10.0.0.1/hooks", "event_types": ["*"]},
+    ),
+    Case(
+        "webhook test",
+        "post",
+        "/organizers/{organizer_id}/webhooks/{webhook_id}/test",
+        "organizer",
+        200,
+    ),
+    Case(
+        "webhook test missing",
+        "post",
+        "/organizers/{organizer_id}/webhooks/0/test",
+        "organizer",
+        404,
+    ),
+    Case(
+        "webhook delete",
+        "delete",
+        "/organizers/{organizer_id}/webhooks/{webhook_id}",
+        "organizer",
+        200,
+    ),
 ]
 
 
@@ -457,12 +498,15 @@ def _send(case: Case, world):
         "ticket_type_id": world.ticket_type_id,
         "ticket_id": ticket.id,
         "reference_code": ticket.reference_code,
+        "webhook_id": world.webhook_id,
     }
     url = API + _fill(case.path, values)
     params = {key: _fill(value, values) for key, value in case.params.items()}
     client = world.clients[case.client]
     if case.method == "get":
         return client.get(url, params)
+    if case.method == "delete":
+        return client.delete(url)
     return client.post(url, params, format="json")
 
 

@@ -5,8 +5,6 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from orders.models import Order
-from tests.conftest import TokenClient, mint_token
 from tests.factories import (
     EventFactory,
     FormFieldFactory,
@@ -15,8 +13,10 @@ from tests.factories import (
     TicketFactory,
     UserFactory,
 )
+from tests.support import TokenClient, mint_token
+from tickets.models import Order
 
-from .conftest import ids, set_times
+from .helpers import ids, set_times
 
 pytestmark = pytest.mark.django_db
 

@@ -1,49 +1,9 @@
-"""Fixtures for the gate's write endpoints: URLs and a snapshot of everything they may change."""
+"""Fixtures for the gate's write endpoints; their helpers are in `tests.write_api.helpers`."""
 
 import pytest
 
-from events.models import TicketType
-from orders.models import Order
-from tests.conftest import TokenClient, mint_token
 from tests.factories import TicketFactory
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
-
-
-def event_url(event) -> str:
-    return f"/api/public/organizers/{event.organizer_id}/events/{event.id}"
-
-
-def tickets_url(event) -> str:
-    return f"{event_url(event)}/tickets"
-
-
-def checkin_url(ticket) -> str:
-    return f"{tickets_url(ticket.event)}/{ticket.id}/checkin"
-
-
-def renew_url(ticket) -> str:
-    return f"{tickets_url(ticket.event)}/{ticket.id}/renew"
-
-
-def invalidate_url(event) -> str:
-    return f"{tickets_url(event)}/invalidate"
-
-
-def db_state(event) -> dict:
-    """Every row a gate or creation request could touch, to prove a rejection changed nothing."""
-    return {
-        "tickets": list(Ticket.objects.filter(event=event).order_by("pk").values()),
-        "orders": list(Order.objects.filter(event=event).order_by("pk").values()),
-        "counters": list(
-            TicketType.objects.filter(event=event)
-            .order_by("pk")
-            .values("pk", "sold_count", "api_sold_count")
-        ),
-        "type_check_ins": list(
-            TicketCheckIn.objects.filter(ticket__event=event).order_by("pk").values()
-        ),
-        "logs": list(CheckInLog.objects.filter(ticket__event=event).order_by("pk").values()),
-    }
+from tests.support import mint_token
 
 
 @pytest.fixture
@@ -59,7 +19,3 @@ def user_token(application, member) -> str:
 @pytest.fixture
 def app_token(application) -> str:
     return mint_token(application=application, scope="public")
-
-
-def client_for(token: str) -> TokenClient:
-    return TokenClient(token)

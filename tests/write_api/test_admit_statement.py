@@ -6,10 +6,10 @@ import pytest
 from django.utils import timezone
 
 from tests.factories import FormFieldFactory, OrderFactory, TicketFactory
-from tickets import services
 from tickets.models import CheckInLog, Ticket, TicketFormAnswer
+from tickets.services import gate
 
-from .conftest import checkin_url, client_for
+from .helpers import checkin_url, client_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
 
@@ -43,11 +43,11 @@ def test_statement_and_locked_service_give_the_same_answer_and_audit_row(
         raise AssertionError("the admission statement should have answered")
 
     with monkeypatch.context() as patch:
-        patch.setattr(services, "ticket_check_in", locked_service_not_expected)
+        patch.setattr(gate, "ticket_check_in", locked_service_not_expected)
         fast = client.post(checkin_url(by_statement), body)
     skipped = []
     with monkeypatch.context() as patch:
-        patch.setattr(services, "_admit", lambda **kwargs: skipped.append(kwargs))
+        patch.setattr(gate, "_admit", lambda **kwargs: skipped.append(kwargs))
         locked = client.post(checkin_url(by_service), body)
 
     assert skipped, "the locked service should have answered"

@@ -6,7 +6,6 @@ import pytest
 from django.utils import timezone
 
 from events.models import Event
-from orders.models import Order
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,
@@ -14,9 +13,9 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
 
-from .conftest import checkin_url, client_for, db_state
+from .helpers import checkin_url, client_for, db_state
 
 pytestmark = pytest.mark.django_db
 

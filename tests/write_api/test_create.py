@@ -7,13 +7,12 @@ from django.core import mail
 from django.utils import timezone
 
 from events.models import Event
-from orders.models import Order
-from tests.conftest import TokenClient, mint_token
 from tests.factories import EventFactory, TicketFactory, TicketTypeFactory
-from tickets.models import Ticket
-from tickets.services import REFERENCE_CODE_ALPHABET
+from tests.support import TokenClient, mint_token
+from tickets.codes import REFERENCE_CODE_ALPHABET
+from tickets.models import Order, Ticket
 
-from .conftest import client_for, db_state, invalidate_url, tickets_url
+from .helpers import client_for, db_state, invalidate_url, tickets_url
 
 pytestmark = pytest.mark.django_db
 

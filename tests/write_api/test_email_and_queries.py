@@ -11,9 +11,10 @@ from django.utils import timezone
 
 from tests.factories import CheckInTypeFactory, FormFieldFactory, TicketFactory
 from tickets.models import CheckInLog, Ticket, TicketFormAnswer
-from tickets.services import Actor, ticket_create, ticket_send_email
+from tickets.services.common import Actor
+from tickets.services.issuing import ticket_create, ticket_send_email
 
-from .conftest import checkin_url, client_for, tickets_url
+from .helpers import checkin_url, client_for, tickets_url
 
 HOLDER = {
     "firstname": "Malee",

@@ -6,7 +6,7 @@ from django.core import mail
 from tests.factories import TicketFactory
 from ticketing.api.exceptions import InvalidParameters
 from tickets.exceptions import TicketRevoked
-from tickets.services import ticket_email_resend
+from tickets.services.issuing import ticket_email_resend
 
 pytestmark = pytest.mark.django_db
 

@@ -7,10 +7,10 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 from tests.factories import CheckInTypeFactory
-from tickets.gate_views import IdListField
+from tickets.inputs import IdListField
 from tickets.models import TicketCheckIn
 
-from .conftest import checkin_url, client_for, db_state, tickets_url
+from .helpers import checkin_url, client_for, db_state, tickets_url
 
 
 class _Ids(serializers.Serializer):

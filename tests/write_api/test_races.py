@@ -13,12 +13,11 @@ from django.core import mail
 from django.db import OperationalError, connection
 from django.utils import timezone
 
-from orders.models import Order
 from tests.factories import CheckInTypeFactory, TicketFactory, TicketTypeFactory
-from tickets import services
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.services import revoking
 
-from .conftest import checkin_url, client_for, invalidate_url, tickets_url
+from .helpers import checkin_url, client_for, invalidate_url, tickets_url
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -225,7 +224,7 @@ def _invalidate(user_token, ticket):
 
 
 def test_transient_conflict_is_retried_once_then_succeeds(monkeypatch, user_token, ticket):
-    real_lock = services._ticket_lock
+    real_lock = revoking.ticket_lock
     calls = []
 
     def flaky_lock(**kwargs):
@@ -234,7 +233,7 @@ def test_transient_conflict_is_retried_once_then_succeeds(monkeypatch, user_toke
             raise _serialization_failure()
         return real_lock(**kwargs)
 
-    monkeypatch.setattr(services, "_ticket_lock", flaky_lock)
+    monkeypatch.setattr(revoking, "ticket_lock", flaky_lock)
     response = _invalidate(user_token, ticket)
     assert response.status_code == 200
     assert len(calls) == 2
@@ -249,7 +248,7 @@ def test_transient_conflict_that_persists_is_503(monkeypatch, user_token, ticket
         calls.append(1)
         raise _serialization_failure()
 
-    monkeypatch.setattr(services, "_ticket_lock", failing_lock)
+    monkeypatch.setattr(revoking, "ticket_lock", failing_lock)
     response = _invalidate(user_token, ticket)
     assert response.status_code == 503
     assert response.json()["error"] == "service_unavailable"

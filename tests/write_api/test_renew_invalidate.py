@@ -4,8 +4,6 @@ from datetime import datetime
 
 import pytest
 
-from orders.models import Order
-from orders.services import order_cancel
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,
@@ -15,10 +13,12 @@ from tests.factories import (
 )
 from ticketing.api.exceptions import NotFound
 from tickets.exceptions import TicketAlreadyUsed
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
-from tickets.services import Actor, ticket_check_in, ticket_revoke
+from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.services.common import Actor
+from tickets.services.gate import ticket_check_in
+from tickets.services.revoking import order_cancel, ticket_revoke
 
-from .conftest import checkin_url, client_for, db_state, invalidate_url, renew_url
+from .helpers import checkin_url, client_for, db_state, invalidate_url, renew_url
 
 pytestmark = pytest.mark.django_db
 

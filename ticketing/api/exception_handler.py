@@ -24,26 +24,37 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
+from ticketing.db import TIMEOUT_SQLSTATE, TRANSIENT_SQLSTATES, sqlstate_of
+
 from .exceptions import (
     ApplicationError,
+    Forbidden,
     InsufficientScope,
     InvalidParameters,
     InvalidToken,
+    MethodNotAllowed,
+    NotFound,
+    RateLimited,
+    ServerError,
     ServiceUnavailable,
 )
 
 logger = logging.getLogger("ticketing.api")
 
+# DRF's own exceptions, as the contract's codes: (code, message; None: DRF's message).
 _DRF_CODES = {
-    drf.ParseError: ("invalid_parameters", "The request body could not be parsed."),
-    drf.UnsupportedMediaType: ("invalid_parameters", "Unsupported request content type."),
-    drf.NotAuthenticated: ("invalid_token", InvalidToken.default_message),
-    drf.AuthenticationFailed: ("invalid_token", InvalidToken.default_message),
-    drf.PermissionDenied: ("forbidden", "You may not do this."),
-    drf.NotFound: ("not_found", "Not found."),
-    drf.MethodNotAllowed: ("method_not_allowed", None),
-    drf.NotAcceptable: ("invalid_parameters", "Cannot produce a response in the requested format."),
-    drf.Throttled: ("rate_limited", None),
+    drf.ParseError: (InvalidParameters.code, "The request body could not be parsed."),
+    drf.UnsupportedMediaType: (InvalidParameters.code, "Unsupported request content type."),
+    drf.NotAuthenticated: (InvalidToken.code, InvalidToken.default_message),
+    drf.AuthenticationFailed: (InvalidToken.code, InvalidToken.default_message),
+    drf.PermissionDenied: (Forbidden.code, Forbidden.default_message),
+    drf.NotFound: (NotFound.code, NotFound.default_message),
+    drf.MethodNotAllowed: (MethodNotAllowed.code, None),
+    drf.NotAcceptable: (
+        InvalidParameters.code,
+        "Cannot produce a response in the requested format.",
+    ),
+    drf.Throttled: (RateLimited.code, None),
 }
 
 
@@ -99,11 +110,6 @@ def _request_sent_token(request) -> bool:
     )
 
 
-# SQLSTATEs of a conflict with a concurrent transaction: retrying soon is likely to succeed.
-_CONFLICT_SQLSTATES = {"40001", "40P01", "55P03"}  # serialization, deadlock, lock not available
-_TIMEOUT_SQLSTATE = "57014"  # statement timeout (query_canceled)
-
-
 def database_unavailable(exc: BaseException) -> ServiceUnavailable | None:
     """The 503 for a database error that is an outage or a transient conflict, else None.
 
@@ -113,23 +119,22 @@ def database_unavailable(exc: BaseException) -> ServiceUnavailable | None:
     """
     if not isinstance(exc, OperationalError | InterfaceError):
         return None
-    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    sqlstate = sqlstate_of(exc)
     logger.warning("database unavailable: %s (sqlstate %s)", exc.__class__.__name__, sqlstate)
-    if sqlstate in _CONFLICT_SQLSTATES:
+    if sqlstate in TRANSIENT_SQLSTATES:
         return ServiceUnavailable(
             "The request conflicted with a concurrent one; try again.", retry_after=1
         )
-    if sqlstate == _TIMEOUT_SQLSTATE:
+    if sqlstate == TIMEOUT_SQLSTATE:
         return ServiceUnavailable("The database took too long to answer; try again shortly.")
     return ServiceUnavailable()
 
 
 def service_unavailable(exc: BaseException) -> ServiceUnavailable | None:
-    """The 503 for an outage of the database, or of the cache where it must not fail open."""
-    from oauth_setup.token_cache import TokenCacheUnavailable
-
-    if isinstance(exc, TokenCacheUnavailable):
-        return ServiceUnavailable("The token cache is unreachable; try again shortly.")
+    """The 503 for an outage: of the database, or one a service reports (`ServiceUnavailable`:
+    the token cache, where it must not fail open), also when raised outside a DRF view."""
+    if isinstance(exc, ServiceUnavailable):
+        return exc
     return database_unavailable(exc)
 
 
@@ -187,13 +192,15 @@ def api_exception_handler(exc, context):
             code = next((c for cls, (c, _) in _DRF_CODES.items() if isinstance(exc, cls)), "error")
         if isinstance(exc, drf.ValidationError):
             fields = _flatten_field_errors(exc.detail)
-            response.data = error_body("invalid_parameters", _fields_message(fields), fields=fields)
+            response.data = error_body(
+                InvalidParameters.code, _fields_message(fields), fields=fields
+            )
             response.status_code = 400
         else:
             if message is None:
                 message = str(exc.detail)
             response.data = error_body(code, message)
-            if code == "invalid_parameters":
+            if code == InvalidParameters.code:
                 # A body type or Accept we do not speak is malformed input: CONTRACT §2 has
                 # no 415 or 406, only 400 `invalid_parameters`.
                 response.status_code = 400
@@ -210,7 +217,7 @@ def _is_api(request) -> bool:
 
 
 def _no_such_endpoint() -> JsonResponse:
-    return JsonResponse(error_body("not_found", "No such endpoint."), status=404)
+    return JsonResponse(error_body(NotFound.code, "No such endpoint."), status=404)
 
 
 @csrf_exempt  # no view to protect: a POST gets the same 404 as a GET
@@ -245,7 +252,9 @@ def bad_request(request, exception=None):
     if _is_api(request):
         return JsonResponse(
             error_body(
-                "invalid_parameters", "Bad request.", fields=_request_level_fields("Bad request.")
+                InvalidParameters.code,
+                "Bad request.",
+                fields=_request_level_fields("Bad request."),
             ),
             status=400,
         )
@@ -272,7 +281,7 @@ def server_error(request):
         return response
     if _is_api(request):
         return JsonResponse(
-            error_body("server_error", "Something went wrong on our side; it has been logged."),
+            error_body(ServerError.code, ServerError.default_message),
             status=500,
         )
     return defaults.server_error(request)

@@ -2,9 +2,12 @@
 
 Each subclass carries the HTTP status and the stable `error` code of CONTRACT §2. Extra keyword
 arguments become fields of the error body (`fields`, `ticket`) or, for `headers`, response
-headers.
+headers. The classes are also the one list of the codes (`api_error_codes`): the OpenAPI
+document and the tests read it. Each app declares its own in `<app>/exceptions.py`, which
+`TicketingConfig.ready` imports, so that the list is complete once Django has started.
 """
 
+from collections import defaultdict
 from typing import Any
 
 
@@ -12,6 +15,12 @@ class ApplicationError(Exception):
     status_code = 400
     code = "invalid_parameters"
     default_message = "The request could not be processed."
+
+    def __init_subclass__(cls, *, listed: bool = True, **kwargs: Any):
+        """`listed=False`: a code the API never answers with (the base class of a status, or
+        an error only the admin and the commands meet), so not one of `api_error_codes`."""
+        super().__init_subclass__(**kwargs)
+        cls._listed = listed and "code" in cls.__dict__
 
     def __init__(
         self, message: str | None = None, *, headers: dict[str, str] | None = None, **extra: Any
@@ -75,12 +84,26 @@ class NotFound(ApplicationError):
     default_message = "Not found."
 
 
-class Conflict(ApplicationError):
+class Forbidden(ApplicationError):
+    """What Django or DRF refuse on their own (`PermissionDenied`); no rule of ours raises it."""
+
+    status_code = 403
+    code = "forbidden"
+    default_message = "You may not do this."
+
+
+class MethodNotAllowed(ApplicationError):
+    status_code = 405
+    code = "method_not_allowed"
+    default_message = "Method not allowed."
+
+
+class Conflict(ApplicationError, listed=False):
     status_code = 409
     code = "conflict"
 
 
-class Unprocessable(ApplicationError):
+class Unprocessable(ApplicationError, listed=False):
     status_code = 422
     code = "unprocessable"
 
@@ -105,3 +128,23 @@ class ServiceUnavailable(ApplicationError):
 
     def __init__(self, message: str | None = None, retry_after: int = 5):
         super().__init__(message, headers={"Retry-After": str(retry_after)})
+
+
+class ServerError(ApplicationError):
+    """A bug: never raised, only rendered (logged, no details in the body)."""
+
+    status_code = 500
+    code = "server_error"
+    default_message = "Something went wrong on our side; it has been logged."
+
+
+def api_error_codes() -> dict[int, list[str]]:
+    """`{status: [code, ...]}` of every error the API can answer with, in status order."""
+    codes: dict[int, set[str]] = defaultdict(set)
+    pending = [ApplicationError]
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__dict__.get("_listed", cls is ApplicationError):
+            codes[cls.status_code].add(cls.code)
+    return {status: sorted(codes[status]) for status in sorted(codes)}

@@ -4,6 +4,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+# Every integer of this API (ids, satangs, counts, pages) is an int32: PostgreSQL's `integer`.
+INT32_MAX = 2**31 - 1
+
 
 @extend_schema_field({"type": "string", "nullable": True})
 class BlankAsNullCharField(serializers.CharField):

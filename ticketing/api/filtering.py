@@ -24,9 +24,9 @@ from drf_spectacular.extensions import OpenApiFilterExtension
 from drf_spectacular.plumbing import build_parameter_type
 from drf_spectacular.utils import OpenApiParameter
 
+from .fields import INT32_MAX
 from .openapi import query_filter_schema
 
-INT32_MAX = 2**31 - 1
 DEFAULT_ORDER_BY = "id"
 ORDER_CHOICES = ("asc", "desc")
 

@@ -3,12 +3,13 @@
 Views describe their own parameters and bodies (`@extend_schema`, filter sets, input
 serializers). This module adds, to every operation, what follows from the shared plumbing:
 
-- the security requirement of the view's permission class (CONTRACT §3): user tokens (OAuth 2.0
-  authorization code, scopes `public`/`organizer`), application tokens (client credentials), the
-  bearer header, or `access_token` in the query;
+- the security requirement the view's permission class declares (`openapi_security`, CONTRACT
+  §3): user tokens (OAuth 2.0 authorization code, scopes `public`/`organizer`), application
+  tokens (client credentials), the bearer header, or `access_token` in the query;
 - the error responses the view can give (CONTRACT §2), each a component whose `error` lists the
-  codes of that status. A view may add statuses with `error_statuses = (409, 422)`; an
-  `@extend_schema` response for an error status without a body gets the matching error body;
+  codes of that status, read from the exception classes (`api_error_codes`). A view may add
+  statuses with `error_statuses = (409, 422)`; an `@extend_schema` response for an error status
+  without a body gets the matching error body;
 - the list envelope's items key (`events`, `tickets`, ...), from the view's `items_key`;
 - the input rules every text input shares (no NUL; non-blank where blank is refused; query
   parameters never empty), and a serializer's own cross-field rules (`openapi_rules`), so that
@@ -29,83 +30,37 @@ from drf_spectacular.plumbing import (
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from . import permissions
+from .exceptions import api_error_codes
+from .security import ANY_TOKEN, APPLICATION_TOKEN, BEARER, QUERY_TOKEN, USER_TOKEN
 
-USER_TOKEN = "userToken"
-APPLICATION_TOKEN = "applicationToken"
-BEARER = "bearerToken"
-QUERY_TOKEN = "accessTokenQuery"
+# Each permission class declares its security requirement (CONTRACT §3) as `openapi_security`
+# and the statuses it can answer besides 401 as `openapi_errors`.
+_DEFAULT_ERRORS = (403,)
 
-_ANY_TOKEN = [{USER_TOKEN: []}, {APPLICATION_TOKEN: []}, {BEARER: []}, {QUERY_TOKEN: []}]
-_USER_PUBLIC = [{USER_TOKEN: ["public"]}, {BEARER: []}, {QUERY_TOKEN: []}]
-_ORGANIZER = [
-    {USER_TOKEN: ["organizer"]},
-    {APPLICATION_TOKEN: ["public"]},
-    {BEARER: []},
-    {QUERY_TOKEN: []},
-]
-_ORGANIZER_USER = [{USER_TOKEN: ["organizer"]}, {BEARER: []}, {QUERY_TOKEN: []}]
-
-# Permission class → (security requirement, statuses it can answer besides 401).
-# A permission class of another module may declare `openapi_security` and `openapi_errors`.
-_PERMISSIONS = {
-    permissions.AllowAnyone: ([], ()),
-    permissions.HasValidToken: (_ANY_TOKEN, ()),
-    permissions.UserToken: (_USER_PUBLIC, (403,)),
-    permissions.UserOrganizerResource: (_USER_PUBLIC, (403, 404)),
-    permissions.OrganizerResource: (_ORGANIZER, (403, 404)),
-    permissions.OrganizerUserResource: (_ORGANIZER_USER, (403, 404)),
-}
-
+# The error components by status; their codes are the exception classes' (`api_error_codes`).
 ERRORS = {
-    400: ("InvalidParametersError", "Invalid parameters.", ["invalid_parameters"]),
+    400: ("InvalidParametersError", "Invalid parameters."),
     401: (
         "UnauthorizedError",
         "Missing, malformed, expired or revoked token; or a token of another organizer's "
         "application.",
-        ["invalid_token", "organizer_mismatch"],
     ),
     403: (
         "ForbiddenError",
         "The token may not do this: scope, application owner, membership or token kind.",
-        [
-            "insufficient_scope",
-            "application_not_owned",
-            "not_organizer_member",
-            "user_token_required",
-            "forbidden",
-        ],
     ),
-    404: (
-        "NotFoundError",
-        "Not found, or belongs to another organizer.",
-        ["not_found"],
-    ),
-    405: ("MethodNotAllowedError", "Method not allowed.", ["method_not_allowed"]),
-    409: (
-        "ConflictError",
-        "A unique value is taken.",
-        ["duplicate_external_id", "duplicate_reference_code", "duplicate_nfc_uid"],
-    ),
+    404: ("NotFoundError", "Not found, or belongs to another organizer."),
+    405: ("MethodNotAllowedError", "Method not allowed."),
+    409: ("ConflictError", "A unique value is taken."),
     422: (
         "UnprocessableError",
         "The request is valid but the ticket, order, event or quota does not allow it.",
-        [
-            "quota_exceeded",
-            "ticket_revoked",
-            "ticket_already_used",
-            "ticket_not_used",
-            "order_not_paid",
-            "event_not_active",
-            "check_in_type_required",
-        ],
     ),
-    429: ("RateLimitedError", "Too many requests.", ["rate_limited"]),
-    500: ("ServerError", "Unexpected error; logged, no details in the body.", ["server_error"]),
+    429: ("RateLimitedError", "Too many requests."),
+    500: ("ServerError", "Unexpected error; logged, no details in the body."),
     503: (
         "ServiceUnavailableError",
         "Database unreachable or a conflict that persisted; retry after `Retry-After` seconds.",
-        ["service_unavailable"],
     ),
 }
 
@@ -125,7 +80,7 @@ _HEADERS = {
 
 
 def error_schema(status: int) -> dict:
-    _, _, codes = ERRORS[status]
+    codes = api_error_codes()[status]
     properties = {
         "success": {"type": "boolean", "enum": [False]},
         "error": {"type": "string", "enum": codes, "description": "Stable snake_case code."},
@@ -356,12 +311,8 @@ class ApiAutoSchema(AutoSchema):
         statuses: set[int] = set()
         authenticated = True
         for permission in self.view.get_permissions():
-            declared = getattr(permission, "openapi_security", None)
-            if declared is not None:
-                security, extra = declared, getattr(permission, "openapi_errors", (403,))
-            else:
-                security, extra = _PERMISSIONS.get(type(permission), (_ANY_TOKEN, (403,)))
-            statuses.update(extra)
+            security = getattr(permission, "openapi_security", ANY_TOKEN)
+            statuses.update(getattr(permission, "openapi_errors", _DEFAULT_ERRORS))
             authenticated = authenticated and bool(security)
         if authenticated:
             statuses.add(401)
@@ -396,7 +347,8 @@ class ApiAutoSchema(AutoSchema):
             existing = responses.get(str(status))
             if existing and "content" in existing:
                 continue
-            name, description, codes = ERRORS[status]
+            name, description = ERRORS[status]
+            codes = api_error_codes()[status]
             component = ResolvedComponent(
                 name=name,
                 type=ResolvedComponent.SCHEMA,
@@ -428,7 +380,7 @@ def _query_rules(schema: dict) -> None:
 class TokenAuthenticationScheme(OpenApiAuthenticationExtension):
     """The four ways to present a token; which ones an operation takes is `get_auth`'s."""
 
-    target_class = "ticketing.api.authentication.OAuth2TokenAuthentication"
+    target_class = "oauth_setup.authentication.OAuth2TokenAuthentication"
     name = [USER_TOKEN, APPLICATION_TOKEN, BEARER, QUERY_TOKEN]
 
     def get_security_requirement(self, auto_schema):

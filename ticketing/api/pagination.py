@@ -6,8 +6,8 @@ from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
 from .exceptions import InvalidParameters
+from .fields import INT32_MAX
 
-INT32_MAX = 2**31 - 1
 DEFAULT_PER_PAGE = 10
 MAX_PER_PAGE = 100
 

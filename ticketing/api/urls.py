@@ -1,7 +1,6 @@
 """Every route of the public API, under `{base_url}` = /api/public (CONTRACT §1).
 
-Each app mounts its own routes; the tickets app splits the gate's write endpoints (check-in,
-renew, invalidate, creation) from its reads. The last route answers every other path with the
+Each app mounts its own routes. The last route answers every other path with the
 contract's 404, whatever DEBUG is: a plain Django view, which the OpenAPI document (DRF views
 only) leaves out.
 """
@@ -15,8 +14,7 @@ urlpatterns = [
     path("", include("organizers.urls")),
     path("", include("events.urls")),
     path("", include("tickets.urls")),
-    path("", include("tickets.gate_urls")),
-    path("", include("orders.urls")),
+    path("", include("webhooks.urls")),
     path("", include("ticketing.api.schema_urls")),
     re_path(r"^.*$", unknown_route, name="api-unknown-route"),
 ]

@@ -9,8 +9,6 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from oauth_setup.pkce import pkce_required
-
 from .caches import DEFAULT_BREAKER_SECONDS, DEFAULT_TIMEOUT_MS, redis_caches
 from .env import env_bool, env_int, env_list, env_str
 
@@ -44,6 +42,10 @@ INSTALLED_APPS = [
     "tickets",
     "orders",
     "oauth_setup",
+    "webhooks",
+    "django_tasks",
+    "django_tasks_db",
+    "devtools",
     "ticketing",
 ]
 
@@ -177,10 +179,33 @@ EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The file backend's directory (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend).
 EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH")
 
+# --- Background tasks and webhooks ---------------------------------------------------------
+
+# django-tasks' database backend: enqueueing inserts a row in the caller's transaction, and
+# `manage.py run_worker` processes (any number of them, on any machines; README "Production").
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# A task still RUNNING after this long lost its worker (killed, machine gone) and runs again.
+# Longer than any task takes: a webhook attempt or an email gives up after 10 s.
+TASK_LEASE_SECONDS = env_int("TASK_LEASE_SECONDS", 300)
+
+# Webhooks (CONTRACT §13). Private, loopback and link-local receivers, and plain http, only when
+# this is on: in development (DEBUG) by default, never by default in production.
+WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=DEBUG)
+# Keys that encrypt endpoint secrets at rest, comma-separated: the first encrypts, every one
+# decrypts (rotation). Default: derived from SECRET_KEY.
+WEBHOOK_SECRET_KEYS = env_list("WEBHOOK_SECRET_KEY", []) or [SECRET_KEY]
+WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
+# Retry n waits base * 2^(n-1) seconds (at most the cap) until the delivery is this old.
+WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 15)
+WEBHOOK_RETRY_MAX_DELAY_SECONDS = env_int("WEBHOOK_RETRY_MAX_DELAY_SECONDS", 4 * 60 * 60)
+WEBHOOK_RETRY_FOR_SECONDS = env_int("WEBHOOK_RETRY_FOR_SECONDS", 24 * 60 * 60)
+# An endpoint whose attempts have all failed for this long is disabled; its owners are told.
+WEBHOOK_DISABLE_AFTER_SECONDS = env_int("WEBHOOK_DISABLE_AFTER_SECONDS", 3 * 24 * 60 * 60)
+
 # --- Public API -----------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["ticketing.api.authentication.OAuth2TokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["oauth_setup.authentication.OAuth2TokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ticketing.api.permissions.HasValidToken"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": [
@@ -215,7 +240,7 @@ SPECTACULAR_SETTINGS = {
         "TicketStatusEnum": "tickets.models.Ticket.Status",
         "TicketKindEnum": "tickets.models.Ticket.Kind",
         "TicketTypeStatusEnum": ["on_sale", "hidden", "closed", "sold_out"],
-        "OrderStatusEnum": "orders.models.Order.Status",
+        "OrderStatusEnum": "tickets.models.Order.Status",
         "SuccessTrueEnum": [(True, True)],
         "SuccessFalseEnum": [(False, False)],
     },
@@ -227,6 +252,7 @@ SPECTACULAR_SETTINGS = {
         {"name": "Tickets", "description": "Ticket lists, searches and creation."},
         {"name": "Check-in", "description": "Check-in, renew (undo) and invalidate at the gate."},
         {"name": "Orders", "description": "The user's orders."},
+        {"name": "Webhooks", "description": "An organizer's webhook endpoints (owners, admins)."},
     ],
     "SERVE_AUTHENTICATION": [],
     "SERVE_PERMISSIONS": ["ticketing.api.permissions.AllowAnyone"],
@@ -277,7 +303,8 @@ OAUTH2_PROVIDER = {
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "OAUTH2_SERVER_CLASS": "oauth_setup.server.TicketingServer",
     "OAUTH2_VALIDATOR_CLASS": "oauth_setup.validators.TicketingOAuth2Validator",
-    "PKCE_REQUIRED": pkce_required,
+    # PKCE is required of public clients only: TicketingOAuth2Validator.is_pkce_required.
+    "PKCE_REQUIRED": True,
     # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, PKCE only as S256,
     # `iss` on authorization responses (RFC 9207), tokens kept only as hashes at rest.
     "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,

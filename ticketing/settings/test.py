@@ -5,7 +5,7 @@ import tempfile
 
 from .base import *  # noqa: F403
 from .caches import DEFAULT_BREAKER_SECONDS, redis_caches
-from .env import env_str
+from .env import env_bool, env_str
 
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
@@ -18,6 +18,8 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+# As in production: tests that deliver to a receiver on 127.0.0.1 turn it on.
+WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
 # One process: even the in-memory cache sees every revocation, so tests run with the token cache.
 API_TOKEN_CACHE_SECONDS = 60
 

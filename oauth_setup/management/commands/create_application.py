@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from oauth_setup.services import GRANT_TYPES, application_create
 from organizers.models import Organizer
 from ticketing.api.exceptions import ApplicationError
+from ticketing.api.fields import INT32_MAX
 
 
 class Command(BaseCommand):
@@ -100,7 +101,7 @@ def _organizer(value: str) -> Organizer | None:
     if value.strip().lower() == "none":
         return None
     lookup = {"pk": int(value)} if value.isdigit() else {"slug": value}
-    if lookup.get("pk", 0) > 2**31 - 1:
+    if lookup.get("pk", 0) > INT32_MAX:
         raise CommandError(f"No organizer {value!r}.")
     organizer = Organizer.objects.filter(**lookup).first()
     if organizer is None:

@@ -25,7 +25,8 @@ from events.models import Event, TicketType
 from ticketing.api.exceptions import ApplicationError
 from tickets.exceptions import EventNotActive
 from tickets.models import Ticket
-from tickets.services import Actor, ticket_create
+from tickets.services.common import Actor
+from tickets.services.issuing import ticket_create
 
 # Rows per transaction without --atomic: few enough that a sale of the same ticket type waits at
 # most a moment for the counter row, many enough that commits stop dominating.

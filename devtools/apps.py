@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class DevtoolsConfig(AppConfig):
+    """Tooling, not domain: demo data, load data and bench-only views. It uses the domain apps'
+    models and services and nothing imports it."""
+
+    name = "devtools"

@@ -1,0 +1,204 @@
+"""Who may act for which organizer (CONTRACT §3): the one module that knows the organizer,
+application and membership rules (the checks of a token alone, `ticketing.api.permissions`,
+come first and know no organizer).
+
+Views declare one of the permission classes; selectors ask `organizer_reach` what a token may
+reach; the admin asks `may_manage`; introspection asks `sees_every_token`. Checks run in the
+contract's order and the first failed one wins. Organizer-scoped classes resolve the path's
+organizer once and leave its id on `request.organizer_id` (and the caller's role on
+`request.membership_role`: `owner`, `admin`, `staff`, or None for an application token) for
+the view's selectors. Each class declares its OpenAPI security requirement (`openapi_security`)
+and the statuses it can answer besides 401 (`openapi_errors`), which the document reads.
+
+An application is owned by one organizer or by none (a platform application). A platform
+application acts for its users, never as an organizer by itself.
+"""
+
+from dataclasses import dataclass
+
+from rest_framework.permissions import BasePermission
+
+from ticketing.api.caller import Caller, caller_of
+from ticketing.api.exceptions import (
+    ApplicationNotOwned,
+    InsufficientScope,
+    NotFound,
+    NotOrganizerMember,
+    OrganizerMismatch,
+    UserTokenRequired,
+)
+from ticketing.api.permissions import UserToken
+from ticketing.api.security import (
+    APPLICATION_TOKEN,
+    BEARER,
+    QUERY_TOKEN,
+    USER_PUBLIC,
+    USER_TOKEN,
+)
+
+from .models import Membership
+from .selectors import OrganizerAccess, organizer_access
+
+# Owners and admins manage an organizer (prices, quotas, settings); staff only operate it.
+MANAGER_ROLES = frozenset({Membership.Role.OWNER, Membership.Role.ADMIN})
+
+_ORGANIZER = [
+    {USER_TOKEN: ["organizer"]},
+    {APPLICATION_TOKEN: ["public"]},
+    {BEARER: []},
+    {QUERY_TOKEN: []},
+]
+_ORGANIZER_USER = [{USER_TOKEN: ["organizer"]}, {BEARER: []}, {QUERY_TOKEN: []}]
+
+
+@dataclass(frozen=True)
+class OrganizerReach:
+    """The organizers a token may act for, before asking its user's memberships.
+
+    `none`: no organizer at all. `organizer_id`: only that one (the owner of the token's
+    application); None: any. `member_user_id`: only those this user is a member of (a user
+    token); None: no membership asked (an application token acts as its organizer).
+    """
+
+    none: bool = False
+    organizer_id: int | None = None
+    member_user_id: int | None = None
+
+    def allows(self, organizer_id: int) -> bool:
+        return not self.none and self.organizer_id in (None, organizer_id)
+
+
+def organizer_reach(caller: Caller) -> OrganizerReach:
+    owner_id = caller.application.organizer_id
+    if caller.is_user_token:
+        # Through an organizer's application only that organizer; through a platform one, any.
+        return OrganizerReach(organizer_id=owner_id, member_user_id=caller.token.user_id)
+    if owner_id is None:
+        return OrganizerReach(none=True)  # a platform application acts for no organizer
+    return OrganizerReach(organizer_id=owner_id)
+
+
+def acts_as_member(caller: Caller) -> bool:
+    """A user token acts for its user's organizers only with scope `organizer` (step 3)."""
+    return caller.is_user_token and caller.has_scope("organizer")
+
+
+def may_manage(role: str | None) -> bool:
+    return role in MANAGER_ROLES
+
+
+def sees_every_token(application) -> bool:
+    """Introspection (RFC 7662 §4): an application learns about its own tokens only, except a
+    platform application, which may act for the users of every organizer."""
+    return application.organizer_id is None
+
+
+def _organizer_from_path(request, view, *, with_membership_of=None) -> OrganizerAccess:
+    """Step 4: the path's organizer, with the caller's role (None: not a member) in one query."""
+    access = organizer_access(
+        organizer_id=view.kwargs.get("organizer_id"),
+        user_id=getattr(with_membership_of, "pk", None),
+    )
+    if access is None:
+        raise NotFound("Organizer not found.")
+    request.organizer_id = access.organizer_id
+    return access
+
+
+def _check_application_owner(caller: Caller, organizer: OrganizerAccess) -> None:
+    """Steps 5 and 6: tokens issued through another organizer's application (a user token
+    through a platform application never mismatches)."""
+    if not organizer_reach(caller).allows(organizer.organizer_id):
+        raise OrganizerMismatch() if caller.is_user_token else ApplicationNotOwned()
+
+
+class UserOrganizerResource(BasePermission):
+    """The user's own tickets and orders of one organizer (`/organizers/{o}/tickets|orders`)."""
+
+    openapi_security = USER_PUBLIC
+    openapi_errors = (403, 404)
+
+    def has_permission(self, request, view) -> bool:
+        UserToken().has_permission(request, view)
+        organizer = _organizer_from_path(request, view)
+        _check_application_owner(caller_of(request), organizer)
+        return True
+
+
+class OrganizerResource(BasePermission):
+    """Every `/organizers/{o}/events...` path: an application token of the organizer, or a
+    user token with scope `organizer` whose user is a member (steps 1, 3–7).
+    """
+
+    openapi_security = _ORGANIZER
+    openapi_errors = (403, 404)
+    requires_user_token = False
+
+    def has_permission(self, request, view) -> bool:
+        caller = caller_of(request)
+        if self.requires_user_token and not caller.is_user_token:
+            raise UserTokenRequired()
+        if caller.is_user_token:
+            if not acts_as_member(caller):
+                raise InsufficientScope("organizer")
+            organizer = _organizer_from_path(request, view, with_membership_of=caller.user)
+        else:
+            if not caller.has_scope("public"):
+                raise InsufficientScope("public")
+            organizer = _organizer_from_path(request, view)
+        _check_application_owner(caller, organizer)
+        if caller.is_user_token:
+            if organizer.role is None:
+                raise NotOrganizerMember()
+            request.membership_role = organizer.role
+        else:
+            request.membership_role = None
+        return True
+
+
+class OrganizerUserResource(OrganizerResource):
+    """Organizer resources that only a person may change (ticket creation: step 2)."""
+
+    openapi_security = _ORGANIZER_USER
+    requires_user_token = True
+
+
+class OrganizerManagerUserResource(OrganizerUserResource):
+    """An organizer's settings (webhooks, CONTRACT §13): a user token of an owner or admin; a
+    member whose role is `staff` is `not_organizer_member`."""
+
+    def has_permission(self, request, view) -> bool:
+        super().has_permission(request, view)
+        if not may_manage(request.membership_role):
+            raise NotOrganizerMember("Only the organizer's owners and admins may do this.")
+        return True
+
+
+class TicketSearchAccess(BasePermission):
+    """`GET /tickets/search` sits under no organizer path, so steps 4–7 cannot run here; what a
+    token may see is `organizer_reach`'s, which the selector applies.
+
+    A user token needs scope `public` or `organizer`; an application token needs `public` and
+    an owning organizer.
+    """
+
+    openapi_security = [
+        {USER_TOKEN: ["public"]},
+        {USER_TOKEN: ["organizer"]},
+        {APPLICATION_TOKEN: ["public"]},
+        {BEARER: []},
+        {QUERY_TOKEN: []},
+    ]
+    openapi_errors = (403, 404)
+
+    def has_permission(self, request, view) -> bool:
+        caller = caller_of(request)
+        if caller.is_user_token:
+            if not (caller.has_scope("public") or caller.has_scope("organizer")):
+                raise InsufficientScope("public")
+            return True
+        if not caller.has_scope("public"):
+            raise InsufficientScope("public")
+        if organizer_reach(caller).none:
+            raise ApplicationNotOwned("A platform application is not owned by any organizer.")
+        return True

@@ -1,0 +1,68 @@
+"""The background task queue (django-tasks' database backend): its state, and tasks whose
+worker died.
+
+The backend marks a task RUNNING when a worker claims it and never looks at it again, so a
+worker killed mid-task (SIGKILL, a lost machine) would leave it RUNNING for ever
+(django-tasks issue #46). Every task here finishes or gives up well within
+`TASK_LEASE_SECONDS` (a webhook attempt or an email: 10 s), so one still RUNNING after that has
+lost its worker and is made READY again: tasks are at least once, and written to be repeated.
+"""
+
+from dataclasses import asdict, dataclass
+from datetime import timedelta
+
+from django.db.models import Count, Min, Q
+from django.utils import timezone
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult, get_date_max
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    pending: int  # due and waiting for a worker
+    oldest_pending_seconds: float | None  # how long the oldest of those has waited
+    scheduled: int  # waiting for their time (retries)
+    running: int
+    failed: int  # raised an exception (kept until pruned)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def task_queue_status() -> QueueStatus:
+    """The queue in one query: a backlog shows as pending tasks and the age of the oldest."""
+    now = timezone.now()
+    undeferred = Q(status=TaskResultStatus.READY, run_after=get_date_max())
+    deferred_due = Q(status=TaskResultStatus.READY, run_after__lte=now)
+    figures = DBTaskResult.objects.aggregate(
+        pending=Count("id", filter=undeferred | deferred_due),
+        oldest_enqueued=Min("enqueued_at", filter=undeferred),
+        oldest_due=Min("run_after", filter=deferred_due),
+        scheduled=Count(
+            "id",
+            filter=Q(status=TaskResultStatus.READY, run_after__gt=now)
+            & ~Q(run_after=get_date_max()),
+        ),
+        running=Count("id", filter=Q(status=TaskResultStatus.RUNNING)),
+        failed=Count("id", filter=Q(status=TaskResultStatus.FAILED)),
+    )
+    waiting_since = [t for t in (figures["oldest_enqueued"], figures["oldest_due"]) if t]
+    return QueueStatus(
+        pending=figures["pending"],
+        oldest_pending_seconds=(
+            round(max((now - min(waiting_since)).total_seconds(), 0.0), 3)
+            if waiting_since
+            else None
+        ),
+        scheduled=figures["scheduled"],
+        running=figures["running"],
+        failed=figures["failed"],
+    )
+
+
+def tasks_requeue_abandoned(*, lease_seconds: int) -> int:
+    """Make READY again the tasks RUNNING for longer than the lease; how many there were."""
+    cutoff = timezone.now() - timedelta(seconds=lease_seconds)
+    return DBTaskResult.objects.filter(
+        status=TaskResultStatus.RUNNING, started_at__lt=cutoff
+    ).update(status=TaskResultStatus.READY)

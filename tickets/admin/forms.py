@@ -1,0 +1,172 @@
+"""The forms and read-only inlines of the ticket and order admin pages."""
+
+from django import forms
+from django.contrib import admin
+
+from events.models import CheckInType
+from organizers.admin_scoping import FormAnswerInline, ReadOnlyInline, person_with_account
+
+from ..models import CheckInLog, Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAnswer
+from ..services.issuing import phone_to_e164
+
+# What a check-in history row shows after its action, on the ticket's page and in the history list.
+CHECK_IN_LOG_COLUMNS = [
+    "check_in_type_name",
+    "at",
+    "actor_user",
+    "actor_application",
+    "nfc_uid",
+    "note",
+]
+
+# --- Forms ------------------------------------------------------------------------------------
+
+
+class TicketForm(forms.ModelForm):
+    """Holder details only: the lifecycle (status, check-ins, revocation) moves through the
+    actions, which call the same services as the API."""
+
+    class Meta:
+        model = Ticket
+        fields = ["firstname", "lastname", "email", "phone", "nfc_uid"]
+
+    def clean_phone(self):
+        phone = self.cleaned_data["phone"].strip()
+        if not phone:
+            return phone
+        try:
+            return phone_to_e164(phone)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+    def clean_nfc_uid(self):
+        nfc_uid = (self.cleaned_data.get("nfc_uid") or "").strip() or None
+        if (
+            nfc_uid is not None
+            and Ticket.objects.filter(event_id=self.instance.event_id, nfc_uid=nfc_uid)
+            .exclude(pk=self.instance.pk)
+            .exists()
+        ):
+            raise forms.ValidationError("Another ticket of this event is bound to this NFC tag.")
+        return nfc_uid
+
+
+class OrderForm(forms.ModelForm):
+    """The buyer's name and email may be corrected; status and payment move only through the
+    services (cancelling revokes the tickets and frees their places)."""
+
+    class Meta:
+        model = Order
+        fields = ["buyer_firstname", "buyer_lastname", "buyer_email"]
+
+
+class ActionNoteForm(forms.Form):
+    note = forms.CharField(
+        label="Note",
+        required=False,
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
+
+
+class RevokeForm(forms.Form):
+    reason = forms.CharField(
+        label="Reason (stored as the ticket's revoke note)",
+        required=False,
+        max_length=500,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+    )
+
+
+def check_in_types_form(types_by_event: dict[int, list[CheckInType]], data=None) -> forms.Form:
+    """One multiple-choice field per event that has check-in types."""
+    form = ActionNoteForm(data)
+    for event_id, types in types_by_event.items():
+        form.fields[f"types_{event_id}"] = forms.TypedMultipleChoiceField(
+            label=f"Check-in types — {types[0].event.title}",
+            choices=[(t.pk, t.name) for t in types],
+            coerce=int,
+            required=False,
+            widget=forms.CheckboxSelectMultiple,
+        )
+    return form
+
+
+# --- Inlines ----------------------------------------------------------------------------------
+
+
+class CheckInLogInline(ReadOnlyInline, admin.TabularInline):
+    """The ticket's check-in history, newest first."""
+
+    model = CheckInLog
+    parent_organizer_path = "event__organizer"
+    verbose_name = "check-in history entry"
+    verbose_name_plural = "check-in history"
+    fields = ["action", *CHECK_IN_LOG_COLUMNS, "created_at"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            # `ticket` too: the inline prints each row's str(), which names the ticket.
+            .select_related("ticket", "check_in_type", "actor_user", "actor_application")
+        )
+
+    @admin.display(description="check-in type")
+    def check_in_type_name(self, obj):
+        return obj.check_in_type.name if obj.check_in_type_id else "—"
+
+
+class TicketCheckInInline(ReadOnlyInline, admin.TabularInline):
+    """Check-in types currently admitted on the ticket (events with check-in types)."""
+
+    model = TicketCheckIn
+    parent_organizer_path = "event__organizer"
+    verbose_name = "admitted check-in type"
+    verbose_name_plural = "admitted check-in types"
+    fields = ["check_in_type_name", "used_at"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("ticket", "check_in_type")
+
+    @admin.display(description="check-in type")
+    def check_in_type_name(self, obj):
+        return obj.check_in_type.name
+
+
+class TicketFormAnswerInline(FormAnswerInline):
+    model = TicketFormAnswer
+
+
+class OrderTicketInline(ReadOnlyInline, admin.TabularInline):
+    model = Ticket
+    parent_organizer_path = "event__organizer"
+    fk_name = "order"
+    show_change_link = True
+    fields = [
+        "reference_code",
+        "ticket_type_name",
+        "holder_with_account",
+        "email",
+        "status",
+        "used_at",
+    ]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("ticket_type", "holder").order_by("id")
+
+    @admin.display(description="ticket type")
+    def ticket_type_name(self, obj):
+        return obj.ticket_type.name
+
+    # Not named `holder`: the admin would show the model field of that name (the account).
+    @admin.display(description="holder")
+    def holder_with_account(self, obj):
+        return person_with_account(obj.holder_name, obj.holder)
+
+
+class OrderFormAnswerInline(FormAnswerInline):
+    model = OrderFormAnswer

@@ -1,0 +1,315 @@
+"""The ticket admin: staff see their organizers' tickets and operate them (check in, undo,
+revoke, resend the email) through the same services as the API."""
+
+from django.contrib import admin, messages
+from django.utils import formats, timezone
+from django.utils.translation import ngettext
+
+from events.admin import EventFilter
+from events.models import CheckInType, TicketType
+from organizers.admin_scoping import OrganizerScopedAdmin, ScopedRelatedFilter, person_with_account
+from ticketing.api.exceptions import ApplicationError
+from ticketing.api.fields import INT32_MAX
+
+from ..exceptions import TicketAlreadyUsed
+from ..models import Ticket
+from ..services.common import Actor
+from ..services.gate import GateResult, TypeResult, ticket_check_in, ticket_renew
+from ..services.issuing import ticket_email_resend
+from ..services.revoking import ticket_revoke
+from .forms import (
+    CheckInLogInline,
+    RevokeForm,
+    TicketCheckInInline,
+    TicketForm,
+    TicketFormAnswerInline,
+    check_in_types_form,
+)
+
+# One action runs one service call (one transaction) per ticket; a larger batch belongs in a
+# management command, not in a request that holds a browser waiting.
+MAX_ACTION_TICKETS = 500
+
+
+class TicketTypeFilter(ScopedRelatedFilter):
+    title = "ticket type"
+    parameter_name = "ticket_type_id"
+    related_model = TicketType
+
+    def choices_queryset(self, request, params):
+        queryset = super().choices_queryset(request, params).select_related("event")
+        event_id = (params.get("event_id") or [None])[-1]
+        if event_id and event_id.isdigit() and int(event_id) <= INT32_MAX:
+            queryset = queryset.filter(event_id=int(event_id))
+        return queryset.order_by("event_id", "position", "id")
+
+
+def _local(value) -> str:
+    """A time as the admin shows its date columns: in the site's time zone, in words.
+
+    The services' messages carry ISO 8601 times, which are for API clients.
+    """
+    return formats.localize(timezone.localtime(value))
+
+
+def _gate_outcome(result: GateResult) -> str | None:
+    """None when every requested type succeeded, else why not (per type)."""
+    if result.success:
+        return None
+    return ", ".join(
+        f"{r.check_in_type_name or r.check_in_type_id}: {_type_problem(r)}"
+        for r in (*result.check_in_results, *result.renew_results)
+        if not r.success
+    )
+
+
+def _type_problem(result: TypeResult) -> str:
+    # A refused type carries a time only when it was already admitted, at that time.
+    if result.used_at is not None:
+        return f"already checked in at {_local(result.used_at)}"
+    return result.error
+
+
+# Set by the services (check-in, revoke, creation), shown read-only.
+_LIFECYCLE = [
+    "used_at",
+    "revoke_note",
+    "external_id",
+    "issued_via_api",
+    "registered_at",
+    "created_at",
+    "updated_at",
+]
+
+
+@admin.register(Ticket)
+class TicketAdmin(OrganizerScopedAdmin):
+    allow_add = False  # tickets are issued by `ticket_create` (API, import_tickets), with quotas
+    allow_delete = False  # revoke instead: it frees the place and keeps the record
+    form = TicketForm
+    list_display = [
+        "reference_code",
+        "holder_with_account",
+        "email",
+        "event",
+        "ticket_type_name",
+        "status",
+        "kind",
+        "used_at",
+    ]
+    list_select_related = ["event", "ticket_type"]
+    list_filter = ["status", "kind", EventFilter, TicketTypeFilter]
+    search_fields = ["=reference_code", "=nfc_uid", "email", "firstname", "lastname"]
+    search_help_text = "Reference code or NFC UID (exact), email or name (contains)."
+    ordering = ["-id"]
+    list_per_page = 50
+    show_full_result_count = False
+    inlines = [TicketCheckInInline, CheckInLogInline, TicketFormAnswerInline]
+    actions = ["check_in", "undo_check_in", "revoke", "resend_email"]
+    fieldsets = [
+        (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),
+        ("Holder", {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]}),
+        ("Lifecycle", {"fields": _LIFECYCLE}),
+    ]
+    readonly_fields = [
+        "reference_code",
+        "event",
+        "ticket_type",
+        "order",
+        "status",
+        "kind",
+        "holder",
+        *_LIFECYCLE,
+    ]
+
+    def get_queryset(self, request):
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("event", "ticket_type__event", "order", "holder")
+        )
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
+    # Not named `holder`: the admin would show the model field of that name (the account).
+    @admin.display(description="holder", ordering="lastname")
+    def holder_with_account(self, obj):
+        return person_with_account(obj.holder_name, obj.holder)
+
+    @admin.display(description="ticket type", ordering="ticket_type__name")
+    def ticket_type_name(self, obj):
+        return obj.ticket_type.name
+
+    def save_model(self, request, obj, form, change):
+        # Write only what the form changed: a check-in committed by a gate while this page was
+        # open must not be overwritten with the status the page loaded.
+        if form.changed_data:
+            obj.save(update_fields=[*form.changed_data, "updated_at"])
+
+    # --- actions ------------------------------------------------------------------------------
+
+    def _selected(self, request, queryset) -> list[Ticket] | None:
+        tickets = list(queryset.select_related("event").order_by("pk")[: MAX_ACTION_TICKETS + 1])
+        if len(tickets) > MAX_ACTION_TICKETS:
+            self.message_user(
+                request, f"Select at most {MAX_ACTION_TICKETS} tickets per action.", messages.ERROR
+            )
+            return None
+        return tickets
+
+    def _each(
+        self,
+        request,
+        tickets,
+        operation,
+        singular: str,
+        plural: str,
+        *,
+        when_used: str = "already checked in at {time}",
+    ) -> None:
+        """Apply `operation` (a service call) to each ticket and report the outcome.
+
+        A used ticket is described by `when_used` with its local check-in time.
+        """
+
+        def explain(exc: ApplicationError) -> str | None:
+            if isinstance(exc, TicketAlreadyUsed):
+                return when_used.format(time=_local(exc.ticket.used_at))
+            return None
+
+        self.apply_each(
+            request,
+            tickets,
+            operation,
+            done_message=lambda done: ngettext(singular, plural, done) % done,
+            label=lambda ticket: ticket.reference_code,
+            explain=explain,
+        )
+
+    def _ticket_page(self, request, *, action, title, form, tickets, button):
+        return self.action_page(
+            request,
+            action=action,
+            title=title,
+            form=form,
+            objects=tickets,
+            describe=lambda t: (
+                f"{t.reference_code} — {t.holder_name} ({t.get_status_display()}, {t.event.title})"
+            ),
+            button=button,
+        )
+
+    @admin.action(description="Check in", permissions=["operate"])
+    def check_in(self, request, queryset):
+        tickets = self._selected(request, queryset)
+        if tickets is None:
+            return None
+        types_by_event: dict[int, list[CheckInType]] = {}
+        for check_in_type in CheckInType.objects.filter(
+            event_id__in={t.event_id for t in tickets}
+        ).select_related("event"):
+            types_by_event.setdefault(check_in_type.event_id, []).append(check_in_type)
+        form = check_in_types_form(
+            types_by_event, request.POST if "apply" in request.POST else None
+        )
+        # Events with check-in types need the user to say which gate this is.
+        needs_input = types_by_event and not form.is_bound
+        if needs_input or (form.is_bound and not form.is_valid()):
+            return self._ticket_page(
+                request,
+                action="check_in",
+                title="Check in tickets",
+                form=form,
+                tickets=tickets,
+                button="Check in",
+            )
+        note = form.cleaned_data.get("note", "") if form.is_bound else ""
+        actor = Actor(user=request.user)
+
+        def check_in(ticket: Ticket) -> str | None:
+            type_ids = (
+                form.cleaned_data.get(f"types_{ticket.event_id}") or None
+                if ticket.event_id in types_by_event
+                else None
+            )
+            result = ticket_check_in(
+                event=ticket.event,
+                ticket_id=ticket.pk,
+                actor=actor,
+                check_in_type_ids=type_ids,
+                note=note,
+            )
+            return _gate_outcome(result)
+
+        self._each(request, tickets, check_in, "Checked in %d ticket.", "Checked in %d tickets.")
+        return None
+
+    @admin.action(description="Undo check-in", permissions=["operate"])
+    def undo_check_in(self, request, queryset):
+        tickets = self._selected(request, queryset)
+        if tickets is None:
+            return
+        actor = Actor(user=request.user)
+
+        def undo(ticket: Ticket) -> str | None:
+            result = ticket_renew(event=ticket.event, ticket_id=ticket.pk, actor=actor)
+            return _gate_outcome(result)
+
+        self._each(
+            request,
+            tickets,
+            undo,
+            "Undid the check-in of %d ticket.",
+            "Undid the check-in of %d tickets.",
+        )
+
+    @admin.action(description="Revoke (with a note)…", permissions=["operate"])
+    def revoke(self, request, queryset):
+        tickets = self._selected(request, queryset)
+        if tickets is None:
+            return None
+        form = RevokeForm(request.POST if "apply" in request.POST else None)
+        if not form.is_bound or not form.is_valid():
+            return self._ticket_page(
+                request,
+                action="revoke",
+                title="Revoke tickets",
+                form=form,
+                tickets=tickets,
+                button="Revoke",
+            )
+        actor = Actor(user=request.user)
+
+        def revoke(ticket: Ticket) -> None:
+            ticket_revoke(
+                event=ticket.event,
+                ticket_id=ticket.pk,
+                reason=form.cleaned_data["reason"],
+                actor=actor,
+            )
+
+        self._each(
+            request,
+            tickets,
+            revoke,
+            "Revoked %d ticket.",
+            "Revoked %d tickets.",
+            when_used="checked in at {time}; undo the check-in before revoking",
+        )
+        return None
+
+    @admin.action(description="Resend ticket email", permissions=["operate"])
+    def resend_email(self, request, queryset):
+        tickets = self._selected(request, queryset)
+        if tickets is None:
+            return
+        self._each(
+            request,
+            tickets,
+            lambda ticket: ticket_email_resend(ticket=ticket),
+            "Queued the ticket email of %d ticket.",
+            "Queued the ticket emails of %d tickets.",
+        )

@@ -1,0 +1,266 @@
+"""What the ticket endpoints accept: their input serializers and the limits they state.
+
+Each serializer validates shape and type and normalises (phones to E.164, reference codes to
+their stored form); the rules are the services'. The OpenAPI document takes its request schemas
+from these classes, with the patterns below stated where a field's rule cannot be.
+"""
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+from django.utils import timezone
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.fields import empty
+from rest_framework.utils import html
+
+from ticketing.api.fields import INT32_MAX, Int32Field, StrictCharField
+from ticketing.api.openapi import SPACE, at_least_one_of, exactly_one_of
+
+from .codes import REFERENCE_CODE_MAX_LENGTH, REFERENCE_CODE_MIN_LENGTH, reference_code_validate
+from .services.issuing import phone_to_e164
+
+BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "application/json")
+USED_AT_MAX_AHEAD = timedelta(minutes=5)
+# Offline scanners sync late, so the past is allowed; but a time before this is a scanner whose
+# clock was reset (and would render with a zone's pre-1920 local-mean-time offset).
+USED_AT_EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+# The document's form of that bound: year 2000 or later, except 1 January 2000 at a positive
+# offset (still 1999 in UTC). The upper bound moves with the clock: no schema can state it.
+USED_AT_PATTERN = r"^(?!2000-01-01\S*\+)[2-9][0-9]{3}-"
+# Phones the document promises: Thai mobile numbers, national (`0812345678`) or E.164
+# (`+66812345678`). Any number valid for libphonenumber is accepted, but only a pattern that
+# libphonenumber accepts in full can be stated without a generated client being refused.
+PHONE_PATTERN = r"^(?:\+66|0)(?:6[1-6]|[89][0-9])[0-9]{7}$"
+REFERENCE_CODE_PATTERN = (
+    rf"^[{SPACE}]*(?:[A-Za-z0-9-]{{{REFERENCE_CODE_MIN_LENGTH},{REFERENCE_CODE_MAX_LENGTH}}})?"
+    rf"[{SPACE}]*$"
+)
+SEARCH_KEYS = ("reference_code", "nfc_uid", "ticket_id")
+_ID_TEXT = re.compile(r"^\s*[+-]?\d{1,20}\s*$")
+
+
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "integer", "format": "int32", "minimum": 1, "maximum": INT32_MAX},
+        "description": 'A JSON array, repeated keys, `key[]=`, `"1,2"` or `"[1,2]"`.',
+    }
+)
+class IdListField(serializers.Field):
+    """A list of int32 ids in every encoding CONTRACT §1 accepts.
+
+    JSON array (`[1, 2]`), repeated form keys (`ids=1&ids=2`), Rails-style `ids[]=1`, one
+    comma-separated string (`"1,2"`) or a string holding a JSON array (`"[1,2]"`). Order and
+    repeats are kept: results follow the request.
+    """
+
+    default_error_messages = {
+        "invalid": 'Expected a list of ids: [1, 2], "1,2" or repeated keys.',
+        "range": f"Ids are whole numbers from 1 to {INT32_MAX}.",
+        "too_many": "At most {max_items} ids.",
+    }
+
+    def __init__(self, *, max_items: int = 100, **kwargs):
+        self.max_items = max_items
+        super().__init__(**kwargs)
+
+    def get_value(self, dictionary):
+        if html.is_html_input(dictionary):
+            values = [
+                *dictionary.getlist(self.field_name),
+                *dictionary.getlist(f"{self.field_name}[]"),
+            ]
+            return values or empty
+        return dictionary.get(self.field_name, empty)
+
+    def to_internal_value(self, data) -> list[int]:
+        ids = self._flatten(data, nested=False)
+        if len(ids) > self.max_items:
+            self.fail("too_many", max_items=self.max_items)
+        return ids
+
+    def to_representation(self, value):
+        return list(value)
+
+    def _flatten(self, data, *, nested: bool) -> list[int]:
+        if isinstance(data, str):
+            text = data.strip()
+            if text.startswith("["):
+                try:
+                    parsed = json.loads(text)
+                except ValueError:
+                    self.fail("invalid")
+                if not isinstance(parsed, list):
+                    self.fail("invalid")
+                return [self._id(item) for item in parsed]
+            return [self._id(part) for part in text.split(",") if part.strip()]
+        if isinstance(data, list) and not nested:
+            # Repeated form values may each be "1,2" or "[1,2]"; JSON elements are plain ids.
+            return [i for item in data for i in self._flatten_item(item)]
+        if isinstance(data, int) and not isinstance(data, bool) and not nested:
+            return [self._id(data)]
+        self.fail("invalid")
+
+    def _flatten_item(self, item) -> list[int]:
+        if isinstance(item, str):
+            return self._flatten(item, nested=True)
+        return [self._id(item)]
+
+    def _id(self, value) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, str) and _ID_TEXT.match(value):
+            number = int(value)
+        else:
+            self.fail("invalid")
+        if not 1 <= number <= INT32_MAX:
+            self.fail("range")
+        return number
+
+
+class _GateInput(serializers.Serializer):
+    openapi_rules = {"properties": {"used_at": {"pattern": USED_AT_PATTERN}}}
+
+    used_at = serializers.DateTimeField(
+        required=False,
+        allow_null=True,
+        help_text="When it happened (ISO 8601; default now). Past allowed (from 2000 on), at "
+        "most 5 minutes ahead.",
+    )
+    nfc_uid = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+    note = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
+
+    def validate_used_at(self, value):
+        if value is None:
+            return value
+        now = timezone.now()
+        if value > now + USED_AT_MAX_AHEAD:
+            raise serializers.ValidationError("Must not be more than 5 minutes in the future.")
+        if value < USED_AT_EARLIEST:
+            raise serializers.ValidationError("Must not be before 2000-01-01.")
+        return value
+
+    def validate_nfc_uid(self, value):
+        return value or None  # a blank form field means "no tag"
+
+
+class CheckInInputSerializer(_GateInput):
+    check_in_type_ids = IdListField(
+        required=False,
+        allow_null=True,
+        help_text="Types to admit (required when the event has check-in types).",
+    )
+
+
+class RenewInputSerializer(_GateInput):
+    check_in_type_ids = IdListField(
+        required=False,
+        allow_null=True,
+        help_text="Types to undo (default: every checked-in type).",
+    )
+
+
+class TicketCreateInputSerializer(serializers.Serializer):
+    openapi_rules = {
+        "properties": {
+            "phone": {"pattern": PHONE_PATTERN},
+            # The pattern bounds the code; the spaces around it are trimmed, in any number.
+            "reference_code": {"pattern": REFERENCE_CODE_PATTERN, "maxLength": None},
+        }
+    }
+
+    ticket_type_id = Int32Field(min_value=1, max_value=INT32_MAX)
+    firstname = StrictCharField(max_length=150)
+    lastname = StrictCharField(max_length=150)
+    email = serializers.EmailField(max_length=254)
+    phone = StrictCharField(
+        max_length=32,
+        help_text="A valid number in any format, stored in E.164 (default region TH). The "
+        "pattern states Thai mobile numbers; other valid numbers are accepted too.",
+    )
+    external_id = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=64,
+        help_text="Your id for this ticket: sending it again replays the creation.",
+    )
+    reference_code = StrictCharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        max_length=64,
+        help_text="6–32 of A-Z 0-9 '-', case-insensitive; generated when omitted.",
+    )
+    suppress_notifications = serializers.BooleanField(required=False, default=False)
+
+    def validate_phone(self, value: str) -> str:
+        try:
+            return phone_to_e164(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate_reference_code(self, value: str | None) -> str | None:
+        if not value or not value.strip():
+            return None
+        try:
+            return reference_code_validate(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+    def validate_external_id(self, value: str | None) -> str | None:
+        return (value or "").strip() or None
+
+
+class TicketInvalidateInputSerializer(serializers.Serializer):
+    openapi_rules = at_least_one_of("ticket_id", "reference_code")
+
+    ticket_id = Int32Field(required=False, min_value=1, max_value=INT32_MAX)
+    reference_code = StrictCharField(
+        required=False, max_length=64, help_text="Case and surrounding spaces are ignored."
+    )
+    reason = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=2000,
+        default="",
+        help_text="Stored as the ticket's revoke_note.",
+    )
+
+    def validate(self, attrs):
+        if "ticket_id" not in attrs and "reference_code" not in attrs:
+            message = "Send ticket_id or reference_code."
+            raise serializers.ValidationError({"ticket_id": [message], "reference_code": [message]})
+        return attrs
+
+
+class TicketKeyParams(serializers.Serializer):
+    """The three ways to name a ticket; exactly one must be sent (CONTRACT §6)."""
+
+    # One object parameter in the document, so that "exactly one" can be stated there.
+    openapi_parameter = "ticket_key"
+    openapi_rules = exactly_one_of(*SEARCH_KEYS)
+
+    reference_code = serializers.CharField(
+        required=False, max_length=64, help_text="Case and surrounding spaces are ignored."
+    )
+    nfc_uid = serializers.CharField(required=False, max_length=64)
+    ticket_id = Int32Field(required=False, min_value=1, max_value=INT32_MAX)
+
+    def validate(self, attrs):
+        sent = [key for key in SEARCH_KEYS if key in self.initial_data]
+        if len(sent) != 1:
+            named = sent or list(SEARCH_KEYS)
+            message = "Send exactly one of reference_code, nfc_uid or ticket_id."
+            raise ValidationError({key: [message] for key in named})
+        if attrs.get(sent[0]) is None:  # `ticket_id=` parses as "not given"
+            raise ValidationError({sent[0]: ["This field may not be blank."]})
+        return attrs
+
+
+class TicketSearchParams(serializers.Serializer):
+    event_id = Int32Field(min_value=1, max_value=INT32_MAX)
+    reference_code = serializers.CharField(max_length=64)

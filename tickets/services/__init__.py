@@ -1,0 +1,6 @@
+"""The writes on tickets and their orders, one module per use case.
+
+`issuing` creates tickets (the API, the import command), `gate` checks them in and renews them
+(the rules themselves are declared in `tickets.rules`), `revoking` revokes tickets and cancels
+orders. `common` holds what they share.
+"""

@@ -1,0 +1,358 @@
+"""The gate: check-in and renew (CONTRACT §7).
+
+Two paths admit a ticket, side by side here, and both take their conditions from the rules
+declared in `tickets.rules`. Most scans are of an active ticket of a paid order at an event
+without check-in types; on PostgreSQL that case is one conditional UPDATE (`_admit`) whose WHERE
+clause is the rules, so the database decides. Everything else takes the locked path
+(`ticket_check_in`): the ticket row is locked with `select_for_update`, the rules are asked of
+it, and a rejection names the rule the ticket broke. The unique constraints on `nfc_uid` and on
+(ticket, check-in type) are the last word on bindings and per-type admissions.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypedDict, Unpack
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from events.models import CheckInType, Event, TicketType
+from events.selectors import event_get_for_organizer
+from ticketing.db import atomic_retrying_once
+
+from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
+from ..models import CheckInLog, Order, Ticket, TicketCheckIn, TicketFormAnswer
+from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, simple_check_in_sql
+from ..selectors import check_in_types_for_ticket, ticket_for_output, with_form_answers
+from .common import Actor, iso, ticket_lock, violates
+
+
+@dataclass(frozen=True)
+class TypeResult:
+    """The outcome for one requested check-in type, in request order."""
+
+    check_in_type_id: int
+    check_in_type_name: str | None
+    used_at: datetime | None
+    success: bool
+    error: str | None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    ticket: Ticket
+    check_in_results: list[TypeResult]
+    renew_results: list[TypeResult]
+
+    @property
+    def success(self) -> bool:
+        """True when every requested type succeeded (always, in simple mode)."""
+        return all(r.success for r in (*self.check_in_results, *self.renew_results))
+
+
+class GateInputs(TypedDict, total=False):
+    """What a gate sends with a check-in or a renew: the same for both (CONTRACT §7)."""
+
+    check_in_type_ids: list[int] | None  # multiple mode; renew's default: every admitted type
+    used_at: datetime | None  # when the gate scanned; default now
+    nfc_uid: str | None  # check-in binds it to the ticket; both record it in the audit row
+    note: str
+
+
+def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
+    """Run a gate operation in its transaction; a tag another ticket holds becomes a clean 409.
+
+    The 409 body shows the ticket as it stands: the failed transaction changed nothing.
+    """
+    atomic_func = atomic_retrying_once(func)
+
+    @functools.wraps(func)
+    def wrapper(*, event: Event, ticket_id: int, nfc_uid: str | None = None, **kwargs):
+        try:
+            return atomic_func(event=event, ticket_id=ticket_id, nfc_uid=nfc_uid, **kwargs)
+        except IntegrityError as exc:
+            if nfc_uid is None or not violates(exc, "nfc_uid"):
+                raise
+            ticket = ticket_for_output(event_id=event.pk, pk=ticket_id)
+            raise DuplicateNfcUid(
+                f"NFC tag {nfc_uid} is bound to another ticket of this event.", ticket=ticket
+            ) from None
+
+    return wrapper
+
+
+# --- The one-statement admission ------------------------------------------------------------
+
+
+def ticket_check_in_at_gate(
+    *, organizer_id: int, event_id: int, ticket_id: int, actor: Actor, **options: Unpack[GateInputs]
+) -> GateResult:
+    """`ticket_check_in` for an event named by id: the API's check-in.
+
+    On PostgreSQL a simple-mode admission without a tag to bind is first tried as one statement
+    (`_admit`); anything it does not admit (a rejection, multiple mode) goes to
+    `ticket_check_in`, which decides and explains.
+
+    Raises: NotFound (event or ticket), and what `ticket_check_in` raises.
+    """
+    if options.get("nfc_uid") is None and transaction.get_connection().vendor == "postgresql":
+        ticket = _admit(
+            organizer_id=organizer_id,
+            event_id=event_id,
+            ticket_id=ticket_id,
+            actor=actor,
+            at=options.get("used_at") or timezone.now(),
+            note=options.get("note", ""),
+        )
+        if ticket is not None:
+            return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+    event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
+    return ticket_check_in(event=event, ticket_id=ticket_id, actor=actor, **options)
+
+
+def _admit(
+    *, organizer_id: int, event_id: int, ticket_id: int, actor: Actor, at: datetime, note: str
+) -> Ticket | None:
+    """Simple-mode check-in as one conditional UPDATE with its audit row; None if a rule or the
+    mode says no, or nothing matches.
+
+    Of two gates scanning at once, the second waits for the first's row lock, finds the ticket
+    used, updates nothing and falls through to the locked path, which says so. The statement
+    commits on its own; should the form answers then fail to load, the gate's retry gets
+    `ticket_already_used` with the ticket, as after any answer lost on the way.
+    """
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _admit_sql(),
+            {
+                "ticket_id": ticket_id,
+                "event_id": event_id,
+                "organizer_id": organizer_id,
+                "at": at,
+                "now": timezone.now(),
+                "user_id": actor.user.pk if actor.user else None,
+                "application_id": actor.application.pk if actor.application else None,
+                "note": note,
+            },
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    ticket_columns, type_columns = _admit_columns()
+    ticket = Ticket.from_db(connection.alias, ticket_columns, row[: len(ticket_columns)])
+    ticket.ticket_type = TicketType.from_db(
+        connection.alias,
+        type_columns,
+        row[len(ticket_columns) : len(ticket_columns) + len(type_columns)],
+    )
+    return with_form_answers(ticket, has_answers=row[-1])
+
+
+@functools.cache
+def _admit_columns() -> tuple[list[str], list[str]]:
+    return (
+        [f.attname for f in Ticket._meta.concrete_fields],
+        [f.attname for f in TicketType._meta.concrete_fields],
+    )
+
+
+@functools.cache
+def _admit_sql() -> str:
+    ticket_columns, type_columns = _admit_columns()
+    returning = ", ".join(f"t.{c}" for c in ticket_columns)
+    ticket_type = ", ".join(f"tt.{c}" for c in type_columns)
+    admitted = ", ".join(f"admitted.{c}" for c in ticket_columns)
+    return f"""
+        WITH admitted AS (
+            UPDATE {Ticket._meta.db_table} AS t
+            SET status = '{Ticket.Status.USED}', used_at = %(at)s, updated_at = %(now)s
+            FROM {Event._meta.db_table} AS e, {Order._meta.db_table} AS o
+            WHERE t.id = %(ticket_id)s AND t.event_id = %(event_id)s
+              AND e.id = t.event_id AND e.organizer_id = %(organizer_id)s
+              AND o.id = t.order_id
+              AND {simple_check_in_sql()}
+            RETURNING {returning}
+        ), audit AS (
+            INSERT INTO {CheckInLog._meta.db_table} (
+                ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
+                nfc_uid, note, created_at
+            )
+            SELECT id, NULL, '{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s,
+                %(application_id)s, NULL, %(note)s, %(now)s
+            FROM admitted
+        )
+        SELECT {admitted}, {ticket_type}, EXISTS (
+            SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = admitted.id
+        )
+        FROM admitted JOIN {TicketType._meta.db_table} AS tt ON tt.id = admitted.ticket_type_id
+    """
+
+
+# --- The locked path ------------------------------------------------------------------------
+
+
+@_gate
+def ticket_check_in(
+    *, event: Event, ticket_id: int, actor: Actor, **inputs: Unpack[GateInputs]
+) -> GateResult:
+    """Admit a ticket (simple mode) or record the requested check-in types (multiple mode).
+
+    Simple mode when the event has no check-in types (`check_in_type_ids` is then ignored).
+    In multiple mode each type is admitted at most once; the ticket is `used` from its first
+    admitted type and `used_at` is the earliest admitted time. Writes one audit row per
+    admission. `nfc_uid` binds the tag to the ticket.
+
+    Raises: NotFound, the errors of the rules (TicketRevoked, OrderNotPaid,
+    EventNotActiveForTicket; in simple mode TicketAlreadyUsed), CheckInTypeRequired (multiple
+    mode without types), DuplicateNfcUid.
+    Locks: the ticket row until commit, so two gates cannot both admit it.
+    """
+    check_in_type_ids, used_at = inputs.get("check_in_type_ids"), inputs.get("used_at")
+    nfc_uid, note = inputs.get("nfc_uid"), inputs.get("note", "")
+    ticket = ticket_lock(event=event, pk=ticket_id)
+    enforce(ADMISSIBLE, ticket, event)
+    at = used_at or timezone.now()
+    log = functools.partial(
+        _log, ticket, action=CheckInLog.Action.CHECK_IN, actor=actor, nfc_uid=nfc_uid, note=note
+    )
+    changed: list[str] = []
+
+    if SIMPLE_MODE.holds(ticket, event):
+        enforce(SIMPLE_CHECK_IN, ticket, event)
+        _bind_nfc_uid(ticket, nfc_uid, changed)
+        ticket.status, ticket.used_at = Ticket.Status.USED, at
+        _save(ticket, [*changed, "status", "used_at"])
+        log(at=at).save()
+        return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+
+    if not check_in_type_ids:
+        raise CheckInTypeRequired(ticket=ticket)
+    _bind_nfc_uid(ticket, nfc_uid, changed)
+    types = check_in_types_for_ticket(ticket)
+    results: list[TypeResult] = []
+    admitted: list[CheckInType] = []
+    for type_id in check_in_type_ids:
+        check_in_type = types.get(type_id)
+        if check_in_type is None:
+            results.append(TypeResult(type_id, None, None, False, "Unknown check-in type"))
+        elif check_in_type.admitted_at is not None:
+            when = check_in_type.admitted_at
+            error = f"Already checked in at {iso(when)}"
+            results.append(TypeResult(type_id, check_in_type.name, when, False, error))
+        elif check_in_type.restricted and not check_in_type.valid_for_ticket:
+            error = "Not valid for this ticket type"
+            results.append(TypeResult(type_id, check_in_type.name, None, False, error))
+        else:
+            check_in_type.admitted_at = at  # a repeat later in the same request is a duplicate
+            admitted.append(check_in_type)
+            results.append(TypeResult(type_id, check_in_type.name, at, True, None))
+
+    if admitted:
+        TicketCheckIn.objects.bulk_create(
+            TicketCheckIn(ticket=ticket, check_in_type=t, used_at=at) for t in admitted
+        )
+        CheckInLog.objects.bulk_create(log(at=at, type_id=t.pk) for t in admitted)
+        earliest = min(at, ticket.used_at) if ticket.used_at else at
+        if ticket.status != Ticket.Status.USED or earliest != ticket.used_at:
+            ticket.status, ticket.used_at = Ticket.Status.USED, earliest
+            changed += ["status", "used_at"]
+    _save(ticket, changed)
+    return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
+
+
+@_gate
+def ticket_renew(
+    *, event: Event, ticket_id: int, actor: Actor, **inputs: Unpack[GateInputs]
+) -> GateResult:
+    """Undo a check-in: the whole ticket (simple mode) or the requested types (default: all).
+
+    In multiple mode the ticket returns to `active` once no type remains checked in; otherwise
+    its `used_at` becomes the earliest remaining admission. `used_at` is the time recorded in the
+    audit row (default now); `nfc_uid` is recorded there too, not bound.
+
+    Raises: NotFound, TicketRevoked, OrderNotPaid, EventNotActiveForTicket, TicketNotUsed.
+    Locks: the ticket row until commit.
+    """
+    check_in_type_ids, used_at = inputs.get("check_in_type_ids"), inputs.get("used_at")
+    nfc_uid, note = inputs.get("nfc_uid"), inputs.get("note", "")
+    ticket = ticket_lock(event=event, pk=ticket_id)
+    enforce(ADMISSIBLE, ticket, event)
+    if ticket.status != Ticket.Status.USED:
+        raise TicketNotUsed(f"Ticket {ticket.reference_code} is not checked in.", ticket=ticket)
+    at = used_at or timezone.now()
+    log = functools.partial(
+        _log, ticket, action=CheckInLog.Action.RENEW, at=at, actor=actor, nfc_uid=nfc_uid, note=note
+    )
+
+    if SIMPLE_MODE.holds(ticket, event):
+        ticket.status, ticket.used_at = Ticket.Status.ACTIVE, None
+        _save(ticket, ["status", "used_at"])
+        log().save()
+        return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+
+    types = check_in_types_for_ticket(ticket)
+    if check_in_type_ids is None or not check_in_type_ids:
+        requested = [t.pk for t in types.values() if t.admitted_at is not None]
+    else:
+        requested = check_in_type_ids
+    results: list[TypeResult] = []
+    renewed: list[int] = []
+    for type_id in requested:
+        check_in_type = types.get(type_id)
+        if check_in_type is None:
+            results.append(TypeResult(type_id, None, None, False, "Unknown check-in type"))
+        elif check_in_type.admitted_at is None:
+            results.append(TypeResult(type_id, check_in_type.name, None, False, "Not checked in"))
+        else:
+            check_in_type.admitted_at = None
+            renewed.append(type_id)
+            results.append(TypeResult(type_id, check_in_type.name, at, True, None))
+
+    if renewed:
+        TicketCheckIn.objects.filter(ticket=ticket, check_in_type_id__in=renewed).delete()
+        CheckInLog.objects.bulk_create(log(type_id=type_id) for type_id in renewed)
+    remaining = [t.admitted_at for t in types.values() if t.admitted_at is not None]
+    if not remaining:
+        if not renewed:  # used before the event had types: nothing per type to undo
+            log().save()
+        ticket.status, ticket.used_at = Ticket.Status.ACTIVE, None
+        _save(ticket, ["status", "used_at"])
+    elif min(remaining) != ticket.used_at:
+        ticket.used_at = min(remaining)
+        _save(ticket, ["used_at"])
+    return GateResult(ticket=ticket, check_in_results=[], renew_results=results)
+
+
+def _bind_nfc_uid(ticket: Ticket, nfc_uid: str | None, changed: list[str]) -> None:
+    """Bind the tag the gate read to this ticket (the latest binding wins).
+
+    Whether another ticket of the event holds the tag is the unique constraint's call, not a
+    prior read (which could not see a binding being committed meanwhile): its IntegrityError
+    becomes DuplicateNfcUid in `_gate`.
+    """
+    if nfc_uid is not None and nfc_uid != ticket.nfc_uid:
+        ticket.nfc_uid = nfc_uid
+        changed.append("nfc_uid")
+
+
+def _log(ticket: Ticket, *, action: str, at: datetime, actor: Actor, nfc_uid, note, type_id=None):
+    return CheckInLog(
+        ticket=ticket,
+        check_in_type_id=type_id,
+        action=action,
+        at=at,
+        actor_user=actor.user,
+        actor_application=actor.application,
+        nfc_uid=nfc_uid,
+        note=note,
+    )
+
+
+def _save(ticket: Ticket, changed: list[str]) -> None:
+    if changed:
+        ticket.save(update_fields=[*changed, "updated_at"])

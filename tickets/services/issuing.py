@@ -1,0 +1,275 @@
+"""Issuing tickets: one ticket in a new paid external order, and the holder's email (CONTRACT §5).
+
+Capacity is claimed with the ticket type's conditional UPDATE (`ticket_type_claim_places`), and
+the unique constraints on `external_id` and `reference_code` are the last word on duplicates:
+a replay that loses the race to its twin answers with the winner's ticket.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+
+import phonenumbers
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.validators import validate_email
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from events.models import Event, TicketType
+from events.services import ticket_type_claim_places
+from ticketing.api.exceptions import InvalidParameters, NotFound
+from ticketing.db import atomic_retrying_once
+
+from ..codes import reference_code_generate, reference_code_validate
+from ..exceptions import (
+    DuplicateExternalId,
+    DuplicateReferenceCode,
+    EventNotActive,
+    QuotaExceeded,
+    TicketRevoked,
+)
+from ..models import Order, Ticket
+from ..selectors import ticket_for_output, with_form_answers
+from .common import Actor, violates
+
+# One logger for every ticket service, as operators (and the import command) know it.
+logger = logging.getLogger(__package__)
+
+PHONE_DEFAULT_REGION = "TH"
+_REFERENCE_CODE_DRAWS = 5
+
+
+@dataclass(frozen=True)
+class TicketCreateResult:
+    ticket: Ticket
+    idempotent: bool
+
+
+def phone_to_e164(value: str) -> str:
+    """`0812345678` → `+66812345678`. Raises ValueError for anything that is not a valid number."""
+    try:
+        parsed = phonenumbers.parse(value.strip(), PHONE_DEFAULT_REGION)
+    except phonenumbers.NumberParseException:
+        raise ValueError("Enter a valid phone number.") from None
+    if not phonenumbers.is_valid_number(parsed):
+        raise ValueError("Enter a valid phone number.")
+    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+
+
+@dataclass(frozen=True)
+class _Holder:
+    firstname: str
+    lastname: str
+    email: str
+    phone: str
+
+
+def _holder(*, firstname: str, lastname: str, email: str, phone: str) -> _Holder:
+    """Trimmed, validated holder details. Raises: InvalidParameters."""
+    fields: dict[str, list[str]] = {}
+    firstname, lastname, email = firstname.strip(), lastname.strip(), email.strip()
+    for name, value in (("firstname", firstname), ("lastname", lastname)):
+        if not value:
+            fields[name] = ["This field may not be blank."]
+    try:
+        validate_email(email)
+    except DjangoValidationError:
+        fields["email"] = ["Enter a valid email address."]
+    try:
+        phone = phone_to_e164(phone)
+    except ValueError as exc:
+        fields["phone"] = [str(exc)]
+    if fields:
+        raise InvalidParameters(next(iter(fields.values()))[0], fields=fields)
+    return _Holder(firstname=firstname, lastname=lastname, email=email, phone=phone)
+
+
+def _is_same_creation(
+    ticket: Ticket, *, ticket_type_id: int, holder: _Holder, reference_code: str | None
+) -> bool:
+    """A replay sends the same ticket type and holder (and code, if it chose one)."""
+    return (
+        ticket.ticket_type_id == ticket_type_id
+        and ticket.firstname == holder.firstname
+        and ticket.lastname == holder.lastname
+        and ticket.email.lower() == holder.email.lower()
+        and ticket.phone == holder.phone
+        and (reference_code is None or ticket.reference_code == reference_code)
+    )
+
+
+def _replay(
+    ticket: Ticket, *, ticket_type_id: int, holder: _Holder, reference_code: str | None
+) -> TicketCreateResult:
+    if not _is_same_creation(
+        ticket, ticket_type_id=ticket_type_id, holder=holder, reference_code=reference_code
+    ):
+        raise DuplicateExternalId(
+            f"Ticket {ticket.reference_code} already has this external_id, with other details."
+        )
+    return TicketCreateResult(ticket=ticket, idempotent=True)
+
+
+def ticket_create(
+    *,
+    event: Event,
+    ticket_type_id: int,
+    firstname: str,
+    lastname: str,
+    email: str,
+    phone: str,
+    external_id: str | None = None,
+    reference_code: str | None = None,
+    suppress_notifications: bool = False,
+    actor: Actor,
+    via_api: bool = True,
+) -> TicketCreateResult:
+    """Issue one ticket in a new paid external order, or replay the creation of `external_id`.
+
+    A replay (same `external_id`, ticket type and holder) returns the existing ticket and creates
+    nothing, also when it arrives while the first request is still committing: the unique
+    constraint makes the late one fail, its transaction is rolled back (with its counter claim),
+    and it answers with the winner's ticket. `via_api` tickets also count against `api_quota`.
+    Unless suppressed, the holder's email is queued for after commit.
+
+    Raises: InvalidParameters, NotFound (ticket type), DuplicateExternalId,
+    DuplicateReferenceCode, EventNotActive, QuotaExceeded.
+    Locks: the ticket type row, from the counter UPDATE until commit.
+    """
+    holder = _holder(firstname=firstname, lastname=lastname, email=email, phone=phone)
+    external_id = (external_id or "").strip() or None
+    if reference_code is not None:
+        try:
+            reference_code = reference_code_validate(reference_code)
+        except ValueError as exc:
+            raise InvalidParameters(str(exc), fields={"reference_code": [str(exc)]}) from None
+    ticket_type = TicketType.objects.filter(event_id=event.pk, pk=ticket_type_id).first()
+    if ticket_type is None:
+        raise NotFound("Ticket type not found.")
+    replay = functools.partial(
+        _replay, ticket_type_id=ticket_type.pk, holder=holder, reference_code=reference_code
+    )
+
+    if external_id is not None:
+        existing = ticket_for_output(event_id=event.pk, external_id=external_id)
+        if existing is not None:
+            return replay(existing)
+    if event.effective_status != Event.Status.ACTIVE:
+        raise EventNotActive(f"Event '{event.title}' is {event.effective_status}.")
+
+    for _ in range(_REFERENCE_CODE_DRAWS):
+        try:
+            ticket = _ticket_insert(
+                event=event,
+                ticket_type=ticket_type,
+                holder=holder,
+                external_id=external_id,
+                reference_code=reference_code or reference_code_generate(),
+                via_api=via_api,
+            )
+        except IntegrityError as exc:
+            if external_id is not None and violates(exc, "external_id"):
+                # Lost the race to an identical (or conflicting) request that has committed.
+                existing = ticket_for_output(event_id=event.pk, external_id=external_id)
+                if existing is None:  # the winner rolled back after all: try again
+                    continue
+                return replay(existing)
+            if violates(exc, "reference_code"):
+                if reference_code is not None:
+                    raise DuplicateReferenceCode(
+                        f"Reference code {reference_code} is taken in this event."
+                    ) from None
+                continue  # a generated code collided: draw another
+            raise
+        if not suppress_notifications:
+            ticket_send_email(ticket_id=ticket.pk)
+        logger.info(
+            "ticket %s created by user=%s application=%s",
+            ticket.pk,
+            getattr(actor.user, "pk", None),
+            getattr(actor.application, "pk", None),
+        )
+        return TicketCreateResult(ticket=ticket, idempotent=False)
+    raise DuplicateReferenceCode("Could not draw a free reference code; try again.")
+
+
+@atomic_retrying_once
+def _ticket_insert(
+    *,
+    event: Event,
+    ticket_type: TicketType,
+    holder: _Holder,
+    external_id: str | None,
+    reference_code: str,
+    via_api: bool,
+) -> Ticket:
+    """Claim a place, then insert the order and the ticket.
+
+    Raises: QuotaExceeded, IntegrityError (external_id or reference_code taken).
+    Locks: the ticket type row (the counter UPDATE) until commit.
+    """
+    now = timezone.now()
+    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
+        raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
+
+    parsed_phone = phonenumbers.parse(holder.phone)
+    order = Order.objects.create(
+        event_id=event.pk,
+        status=Order.Status.PAID,
+        kind=Order.Kind.EXTERNAL,
+        buyer_firstname=holder.firstname,
+        buyer_lastname=holder.lastname,
+        buyer_email=holder.email,
+        buyer_phone=holder.phone,
+        buyer_phone_country=phonenumbers.region_code_for_number(parsed_phone) or "",
+        paid_at=now,
+    )
+    ticket = Ticket.objects.create(
+        event_id=event.pk,
+        order=order,
+        ticket_type=ticket_type,
+        status=Ticket.Status.ACTIVE,
+        kind=Ticket.Kind.EXTERNAL,
+        firstname=holder.firstname,
+        lastname=holder.lastname,
+        email=holder.email,
+        phone=holder.phone,
+        reference_code=reference_code,
+        external_id=external_id,
+        issued_via_api=via_api,
+        registered_at=now,
+    )
+    return with_form_answers(ticket, has_answers=False)
+
+
+def ticket_send_email(*, ticket_id: int) -> None:
+    """Queue the holder's ticket email for after the current transaction commits.
+
+    Receives an id, not an instance: the sender reads the committed row. A failure to send is
+    logged and does not undo the ticket.
+    """
+    from ..notifications import ticket_email_send
+
+    def send() -> None:
+        ticket_email_send(ticket_id=ticket_id)
+
+    transaction.on_commit(send, robust=True)
+
+
+def ticket_email_resend(*, ticket: Ticket) -> None:
+    """Send the holder their ticket again, after commit.
+
+    Raises: TicketRevoked (a revoked ticket admits no one), InvalidParameters (no email).
+    """
+    if ticket.status == Ticket.Status.REVOKED:
+        raise TicketRevoked(
+            f"Ticket {ticket.reference_code} is revoked; it is not sent.", ticket=ticket
+        )
+    if not ticket.email:
+        raise InvalidParameters(
+            f"Ticket {ticket.reference_code} has no holder email address.",
+            fields={"email": ["The holder has no email address."]},
+        )
+    ticket_send_email(ticket_id=ticket.pk)

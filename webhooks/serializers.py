@@ -1,0 +1,36 @@
+from rest_framework import serializers
+
+from ticketing.api.fields import Int32Field, SuccessField
+
+from .models import WebhookEndpoint, WebhookEvent
+
+EVENT_TYPE_CHOICES = ["*", *(t for t in WebhookEvent.Type.values if t != WebhookEvent.Type.PING)]
+
+
+class WebhookEndpointSerializer(serializers.ModelSerializer):
+    """Endpoint of CONTRACT §13: `{id, url, event_types, is_active, created_at, updated_at}`."""
+
+    id = Int32Field()
+    event_types = serializers.ListField(child=serializers.ChoiceField(EVENT_TYPE_CHOICES))
+
+    class Meta:
+        model = WebhookEndpoint
+        fields = ["id", "url", "event_types", "is_active", "created_at", "updated_at"]
+        read_only_fields = fields
+
+
+class WebhookEndpointWithSecretSerializer(WebhookEndpointSerializer):
+    secret = serializers.CharField(help_text="`whsec_<base64>`: shown only in this response.")
+
+    class Meta(WebhookEndpointSerializer.Meta):
+        fields = [*WebhookEndpointSerializer.Meta.fields, "secret"]
+        read_only_fields = fields
+
+
+class WebhookCreatedResponseSerializer(serializers.Serializer):
+    success = SuccessField()
+    webhook = WebhookEndpointWithSecretSerializer()
+
+
+class SuccessResponseSerializer(serializers.Serializer):
+    success = SuccessField()
