@@ -48,6 +48,12 @@ test-py312: $(VENV312)/.installed-dev
 serve: $(VENV)/.installed
 	PYTHON=$(PY) HOST=$(HOST) PORT=$(PORT) SECURE_SSL_REDIRECT=$${SECURE_SSL_REDIRECT:-false} ./deploy/serve.sh
 
+# The gate's workloads side by side with GET /info in one run (issue 14); needs DATABASE_URL
+# (PostgreSQL) and REDIS_URL.
+.PHONY: bench-gate
+bench-gate: $(VENV)/.installed-dev
+	$(PY) bench/gate.py
+
 bench: $(VENV)/.installed-dev
 	$(PY) bench/read_api.py
 	$(PY) bench/checkin_throughput.py

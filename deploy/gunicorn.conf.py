@@ -2,8 +2,9 @@
 
 Everything comes from the environment, so one file serves a laptop and a fleet:
 - `PORT` (8000) and `HOST` (127.0.0.1; containers and hosts behind a balancer set 0.0.0.0),
-- `WEB_CONCURRENCY`: worker processes, default 2 × cores + 1 (gunicorn's own advice for
-  sync workers whose time goes to waiting on PostgreSQL),
+- `WEB_CONCURRENCY`: worker processes, default one per core and at least 2 (measured, below),
+- `GUNICORN_WORKER_CLASS` / `GUNICORN_THREADS` (`sync` / 1) and `GUNICORN_MAX_REQUESTS`
+  (100,000), to measure alternatives with `bench/gate.py`,
 - `GUNICORN_TIMEOUT`: seconds before a stuck worker is killed and replaced (30).
 
 App servers hold no state: any number of them, on any number of machines, can share one
@@ -15,17 +16,29 @@ import os
 
 wsgi_app = "ticketing.wsgi:application"
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
-workers = int(os.environ.get("WEB_CONCURRENCY", multiprocessing.cpu_count() * 2 + 1))
-worker_class = "sync"
+# Measured with `bench/gate.py` (c=8, a new connection per request) on a 2-core machine that
+# also runs PostgreSQL and Redis: 2 sync workers against 5 (gunicorn's 2 × cores + 1) answered
+# the authenticated workloads 1.4-2× faster (/organizers 370 vs 183 req/s, scan-by-code check-in
+# 354 vs 207, find by code 311 vs 151); issue 14 measured 8-34% in favour of 2 as well. A request
+# spends its time on this machine's CPU (Python, PostgreSQL, Redis), not waiting on a remote
+# database, so more processes than cores only add switching. gthread (2 × 4 threads) was no
+# better on the gate's reads and worse on `GET /info`. Rule: one sync worker per core, at least 2.
+workers = int(os.environ.get("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count())))
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
+threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 30
-# Behind a proxy the connection is reused; the proxy's idle timeout must be longer than this.
+# Sync workers close the connection after each response whatever this says (gunicorn keeps
+# connections alive only for threaded and async workers): behind nginx, its upstream keep-alive
+# pool stays empty and each request opens a loopback or LAN connection, which is what
+# `bench/gate.py` measures. Kept for a threaded worker class.
 keepalive = 5
-# Recycle workers now and then so a slow leak cannot grow without bound; jitter keeps them
-# from all restarting at once.
-max_requests = 2000
-max_requests_jitter = 200
+# Recycle workers rarely, so a slow leak cannot grow without bound: a worker's restart is a
+# Django boot (about a second of a core), and at 2,000 requests it came every few seconds under
+# load, which was where the p99 spikes were. The jitter spreads the restarts apart.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "100000"))
+max_requests_jitter = max_requests // 5
 
 # Requests that are not HTTP at all are refused before Django sees them.
 limit_request_line = 8190
@@ -37,8 +50,9 @@ limit_request_field_size = 8190
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
 
 # Django writes one JSON line per request (ticketing.middleware) to stdout; gunicorn's own
-# access log would duplicate it without the request id. Turned on (`--access-logfile`), its lines
-# are scrubbed by the same function as Django's (ticketing.logging, on `gunicorn.access`).
+# access log would duplicate it without the request id, and cost its formatting per request.
+# Turned on (`--access-logfile`), its lines are scrubbed by the same function as Django's
+# (ticketing.logging, on `gunicorn.access`).
 accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")

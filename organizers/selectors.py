@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from django.db import connection
-from django.db.models import CharField, OuterRef, QuerySet, Subquery, Value
+from django.db.models import CharField, F, QuerySet, Value
 
 from ticketing.api.fields import INT32_MAX
 
@@ -27,8 +27,11 @@ def organizers_in_reach(*, reach: OrganizerReach) -> QuerySet[Organizer]:
         queryset = queryset.filter(pk=reach.organizer_id)
     if reach.member_user_id is None:
         return queryset.annotate(role=Value(None, output_field=CharField()))
-    role = Membership.objects.filter(organizer=OuterRef("pk"), user_id=reach.member_user_id)
-    return queryset.annotate(role=Subquery(role.values("role")[:1])).filter(role__isnull=False)
+    # A join on the unique (user, organizer) membership, not a correlated subquery: the page
+    # and its `total` then read the user's memberships through their index, once.
+    return queryset.filter(memberships__user_id=reach.member_user_id).annotate(
+        role=F("memberships__role")
+    )
 
 
 @dataclass(frozen=True)

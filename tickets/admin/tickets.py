@@ -2,6 +2,8 @@
 revoke, resend the email) through the same services as the API."""
 
 from django.contrib import admin, messages
+from django.contrib.admin.views.main import SEARCH_VAR
+from django.db.models import F
 from django.utils import formats, timezone
 from django.utils.translation import ngettext
 
@@ -128,6 +130,14 @@ class TicketAdmin(OrganizerScopedAdmin):
             .get_queryset(request)
             .select_related("event", "ticket_type__event", "order", "holder")
         )
+
+    def get_ordering(self, request):
+        # A search is answered from trigram indexes (tickets.0003); sorted by bare `-id`, a page
+        # of it tempts PostgreSQL to walk the primary key hoping to meet matches early, which
+        # reads every ticket when they are rare. `id + 0` is the same order, found then sorted.
+        if request.GET.get(SEARCH_VAR, "").strip():
+            return [(F("id") + 0).desc()]
+        return super().get_ordering(request)
 
     def get_actions(self, request):
         actions = super().get_actions(request)
