@@ -55,6 +55,8 @@ STATE_DEPENDENT = (
     ("POST", f"{EVENT}/tickets/invalidate"),
     ("POST", f"{EVENT}/tickets/{{ticket_id}}/checkin"),
     ("POST", f"{EVENT}/tickets/{{ticket_id}}/renew"),
+    ("POST", f"{EVENT}/tickets/checkin"),
+    ("POST", f"{EVENT}/tickets/renew"),
 )
 
 

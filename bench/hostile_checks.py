@@ -25,6 +25,8 @@ from schemathesis.openapi.checks import RejectedPositiveData
 CLOCK_BOUND_PATHS = (
     "/api/public/organizers/{organizer_id}/events/{event_id}/tickets/{ticket_id}/checkin",
     "/api/public/organizers/{organizer_id}/events/{event_id}/tickets/{ticket_id}/renew",
+    "/api/public/organizers/{organizer_id}/events/{event_id}/tickets/checkin",
+    "/api/public/organizers/{organizer_id}/events/{event_id}/tickets/renew",
 )
 USED_AT_MAX_AHEAD = timedelta(minutes=5)
 FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")

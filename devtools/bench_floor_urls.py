@@ -9,7 +9,7 @@ from rest_framework.views import APIView
 
 from ticketing.urls import urlpatterns as api_urlpatterns
 from tickets.services.common import Actor
-from tickets.services.gate import _admit
+from tickets.services.gate import TicketKey, _admit
 
 
 class _Bare(APIView):
@@ -30,7 +30,7 @@ class AdmitOnly(_Bare):
         ticket = _admit(
             organizer_id=organizer_id,
             event_id=event_id,
-            ticket_id=ticket_id,
+            key=TicketKey.id(ticket_id),
             actor=Actor(),
             at=timezone.now(),
             note="",

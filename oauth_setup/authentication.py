@@ -1,8 +1,12 @@
 """Accept the access token from the header, the query string, or a form or JSON body."""
 
 import json
+import time
 
+from django.conf import settings
 from oauth2_provider.contrib.rest_framework import OAuth2Authentication
+
+from ticketing.api.throttling import count_request
 
 from . import token_cache
 
@@ -12,8 +16,10 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
 
     oauthlib already reads the `Authorization` header, the query string and a form body; a JSON
     body is handed to it as the header the client could have sent. A token DOT has validated is
-    served from the token cache on later calls. An invalid token is not an error here:
-    the view's permission decides, so that every endpoint answers the same way.
+    served from the token cache on later calls, once its revocation marker, read in the round
+    trip that counts the request's rate limits, says it may (`token_cache`). An invalid token is
+    not an error here: the view's permission decides, so that every endpoint answers the same
+    way.
     """
 
     www_authenticate_realm = "api"
@@ -31,13 +37,25 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
             django_request._sent_body_token = True
 
         raw_token = _header_token(django_request.META.get("HTTP_AUTHORIZATION"))
-        if raw_token is not None:
-            access_token = token_cache.cached_token(raw_token)
-            if access_token is not None:
-                return access_token.user, access_token
+        if raw_token is None or not settings.API_TOKEN_CACHE_SECONDS:
+            return super().authenticate(request)  # the throttles count it themselves
+
+        # One round trip to the cache: the rate-limit counters, and the token's marker.
+        checksum = token_cache.checksum_of(raw_token)
+        marker = [token_cache.marker_key(checksum)]
+        read_at = time.monotonic()
+        copy = token_cache.cached_token(raw_token)
+        if copy is not None:
+            if count_request(request, copy, marker) == [False]:
+                return copy.user, copy
+            token_cache.drop(checksum)  # marked, or the cache did not say: ask the database
         authenticated = super().authenticate(request)
-        if authenticated is not None and raw_token is not None:
-            token_cache.remember(authenticated[1])
+        if (
+            authenticated is not None
+            and copy is None
+            and count_request(request, authenticated[1], marker) == [False]
+        ):
+            token_cache.remember(authenticated[1], read_at=read_at)
         return authenticated
 
     def authenticate_header(self, request):

@@ -1,32 +1,42 @@
-"""Validated access tokens, kept in the cache so that an API call need not ask the database.
+"""Validated access tokens, kept in each process so that an API call need not ask the database.
 
 A gate scanner presents the same token thousands of times, and DOT's lookup (the token with its
 application and user, one ORM query) costs more than the rest of a check-in. A token DOT has
-validated is cached under its checksum for at most `API_TOKEN_CACHE_SECONDS`.
+validated is kept in the process's memory (at most `MAX_TOKENS`, least recently used out first)
+for at most `API_TOKEN_CACHE_SECONDS`.
 
 When the database says otherwise, `oauth_setup.signals` forgets the token: when it, its user or
-its application is saved or deleted (revoking a token deletes it). Forgetting leaves a marker
-for as long as a cached copy could live, at once and again on commit, and a token is cached
-only where no entry exists: a request that read the token just before its revocation cannot
-store it afterwards.
+its application is saved or deleted (revoking a token deletes it). Forgetting drops this
+process's copy and writes a marker in the shared cache that lives `API_TOKEN_CACHE_SECONDS`, at
+once and again on commit. Every request served from a copy reads its token's marker in the same
+round trip as its rate-limit counters (`ticketing.api.throttling.count_request`), and a marker
+sends it to the database: a revocation reaches every process with that process's next request,
+not after the copy's lifetime. A copy is kept only if that read, made after the database's,
+found no marker, and lives no longer than a marker written after that read: so no copy taken
+before a revocation outlives the marker that hides it. A cache that does not answer serves no
+copy (the database decides).
 
-The cache must be shared by every process (Redis) for that to reach them all, so the setting
-defaults to 0 (off) without `REDIS_URL`. A marker that cannot be written fails the change that
-needed it (the `strict` cache raises, also while `ticketing.cache` skips a Redis that just
-failed), so a revocation is never lost to a cache outage; reading and storing fail open, as a
-cache miss. The cached copy leaves out the token's stored value, the
-user's password hash and the application's secret hash. Tokens restricted to a resource
-(RFC 8707) are never cached: DOT checks them against each request's URI.
+The markers must be in a cache every process shares (Redis) for that to reach them all, so the
+setting defaults to 0 (off) without `REDIS_URL`. A marker that cannot be written fails the change
+that needed it (the `strict` cache raises, also while `ticketing.cache` skips a Redis that just
+failed), so a revocation is never lost to a cache outage. The copy leaves out the token's stored
+value, the user's password hash and the application's secret hash, and each request gets its own
+instance of it. Tokens restricted to a resource (RFC 8707) are never kept: DOT checks them
+against each request's URI.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import pickle
+import threading
+import time
+from collections import OrderedDict
 from datetime import timedelta
 
 from django.conf import settings
-from django.core.cache import cache, caches
+from django.core.cache import caches
 from django.db import transaction
 from django.utils import timezone
 from oauth2_provider.models import get_access_token_model
@@ -38,8 +48,13 @@ logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "api-token:v1:"  # the version: a deployment that changes the models bumps it
 FORGOTTEN = "forgotten"
+MAX_TOKENS = 4096  # a few hundred scanners and clients per process, with room to spare
 # Not worth caching a token about to expire: DOT's own lookup decides its last moments.
 _MIN_LIFETIME = timedelta(seconds=5)
+
+# checksum -> (monotonic time it must be dropped, the pickled copy)
+_copies: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+_lock = threading.Lock()  # for threaded workers
 
 
 def checksum_of(raw_token: str) -> str:
@@ -47,22 +62,34 @@ def checksum_of(raw_token: str) -> str:
     return hashlib.sha256(raw_token.encode("utf-8")).hexdigest()
 
 
-def _key(checksum: str) -> str:
+def marker_key(checksum: str) -> str:
+    """The shared cache's key whose presence says: do not serve this token from a copy."""
     return KEY_PREFIX + checksum
 
 
 def cached_token(raw_token: str):
-    """The cached AccessToken (with its user and application) if still valid, else None."""
+    """This process's copy of the AccessToken (with its user and application) if still valid.
+
+    The caller must still check the token's marker (`marker_key`) before trusting it.
+    """
     if not settings.API_TOKEN_CACHE_SECONDS:
         return None
-    token = cache.get(_key(checksum_of(raw_token)))
-    if not isinstance(token, get_access_token_model()) or not token_may_act(token):
-        return None
-    return token
+    checksum = checksum_of(raw_token)
+    with _lock:
+        entry = _copies.get(checksum)
+        if entry is None:
+            return None
+        if entry[0] <= time.monotonic():
+            del _copies[checksum]
+            return None
+        _copies.move_to_end(checksum)
+    token = pickle.loads(entry[1])  # each request gets its own instance
+    return token if token_may_act(token) else None
 
 
-def remember(token) -> None:
-    """Cache `token`, with its user and application, which DOT has just validated."""
+def remember(token, *, read_at: float) -> None:
+    """Keep `token`, which DOT validated and whose marker was absent, read after `read_at`
+    (`time.monotonic()` taken before both reads)."""
     seconds = settings.API_TOKEN_CACHE_SECONDS
     lifetime = token.expires - timezone.now()
     if not seconds or lifetime < _MIN_LIFETIME or token.resource:
@@ -71,18 +98,32 @@ def remember(token) -> None:
     if token.user is not None:
         copy.user = _without(token.user, "password")
     copy.application = _without(token.application, "client_secret")
-    cache.add(_key(token.token_checksum), copy, timeout=min(seconds, lifetime.total_seconds()))
+    drop_at = min(read_at + seconds, time.monotonic() + lifetime.total_seconds())
+    with _lock:
+        _copies[token.token_checksum] = (drop_at, pickle.dumps(copy))
+        _copies.move_to_end(token.token_checksum)
+        while len(_copies) > MAX_TOKENS:
+            _copies.popitem(last=False)
+
+
+def drop(checksum: str) -> None:
+    """Forget this process's copy only (its marker was seen)."""
+    with _lock:
+        _copies.pop(checksum, None)
 
 
 def forget(checksums) -> None:
-    """Mark these tokens as not to be served from the cache, now and after the commit.
+    """Mark these tokens as not to be served from any process's copy, now and after the commit.
 
     Raises: TokenCacheUnavailable, so that the revocation or change calling this rolls back.
     """
     seconds = settings.API_TOKEN_CACHE_SECONDS
-    keys = [_key(checksum) for checksum in checksums if checksum]
-    if not seconds or not keys:
+    checksums = [checksum for checksum in checksums if checksum]
+    if not seconds or not checksums:
         return
+    for checksum in checksums:
+        drop(checksum)
+    keys = [marker_key(checksum) for checksum in checksums]
 
     def mark():
         caches["strict"].set_many(dict.fromkeys(keys, FORGOTTEN), timeout=seconds)
@@ -92,7 +133,7 @@ def forget(checksums) -> None:
     except Exception as exc:  # whatever the cache backend raises when it is unreachable
         logger.error("token cache unreachable; refusing the change: %s", exc)
         raise TokenCacheUnavailable() from exc
-    # The marker above already keeps a concurrent reader from storing the token; this one
+    # The marker above already keeps every process from serving or keeping a copy; this one
     # only covers a transaction that outlives it.
     transaction.on_commit(mark, robust=True)
 

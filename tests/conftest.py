@@ -45,11 +45,15 @@ def pytest_collection_modifyitems(config, items):
 def _clear_cache():
     from django.core.cache import cache
 
+    from webhooks import selectors as webhook_selectors
+
     # Only this run's keys: Redis may be shared with other processes (or xdist workers).
     if hasattr(cache, "delete_pattern"):
         cache.delete_pattern("*")
     else:
         cache.clear()
+    # What each process remembers of webhook subscriptions: a test's endpoints are its own.
+    webhook_selectors._subscribed.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -1,25 +1,30 @@
 """The Redis cache, with short timeouts and a breaker, so that a hung Redis cannot stall requests.
 
-Every request touches the cache several times (the token cache, the rate-limit counter). With a
-Redis that accepts connections but never answers (stopped, swapping, a network black hole), each
-of those waits for the socket timeout. So the timeouts are short, and after one failure the
-process skips Redis altogether for a few seconds: every operation of every cache on that server
-fails at once, without touching the network, until the pause is over and the next operation
-tries again.
+Every API request touches the cache once (`count_and_check`: its rate-limit counters and its
+token's revocation marker in one script). With a Redis that accepts connections but never
+answers (stopped, swapping, a network black hole), that waits for the socket timeout. So the
+timeouts are short, and after one failure the process skips Redis altogether for a few seconds:
+every operation of every cache on that server fails at once, without touching the network,
+until the pause is over and the next operation tries again.
 
 What a skipped operation means is each cache's own setting, as for any other Redis failure:
-`default` ignores it (a read misses, a rate-limit counter fails open), `strict` raises it (a
-revocation that cannot be recorded is refused, see `oauth_setup.token_cache`).
+`default` ignores it (a read misses), `strict` raises it (a revocation that cannot be recorded
+is refused, see `oauth_setup.token_cache`); `count_and_check` raises, and its callers decide
+(the rate limits fail open, a token is looked up in the database).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 
+from django.core.cache.backends.base import BaseCache
 from django_redis.cache import RedisCache
 from django_redis.exceptions import ConnectionInterrupted
+from redis.commands.core import Script
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 logger = logging.getLogger(__name__)
@@ -56,6 +61,51 @@ def breaker_for(server: str, pause: float) -> Breaker:
     return breaker
 
 
+# KEYS: the counters, then the keys to look for; ARGV: how many counters, then each one's
+# lifetime. A counter expires a fixed time after its first hit (a fixed window).
+_COUNT_AND_CHECK = Script(
+    None,
+    b"""
+local counters = tonumber(ARGV[1])
+local answers = {}
+for i = 1, #KEYS do
+  if i <= counters then
+    answers[i] = redis.call('INCR', KEYS[i])
+    if answers[i] == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i + 1]) end
+  else
+    answers[i] = redis.call('EXISTS', KEYS[i])
+  end
+end
+return answers
+""",
+)
+
+
+def count_and_check(
+    cache: BaseCache, counters: Sequence[tuple[str, int]], keys: Sequence[str] = ()
+) -> tuple[list[int], list[bool]]:
+    """Increment each counter (`(key, seconds it lives from its first hit)`) and say which of
+    `keys` exist: on Redis in one round trip, whatever the number of keys.
+
+    Raises whatever the cache raises when it is unreachable, whatever its IGNORE_EXCEPTIONS:
+    each caller decides what a missing answer means.
+    """
+    if isinstance(cache, BreakerRedisCache):
+        return cache.count_and_check(counters, keys)
+    counts = []
+    for key, seconds in counters:
+        if cache.add(key, 1, seconds):
+            counts.append(1)
+            continue
+        try:
+            counts.append(cache.incr(key))
+        except ValueError:  # expired in between
+            cache.set(key, 1, seconds)
+            counts.append(1)
+    found = cache.get_many(keys) if keys else {}
+    return counts, [key in found for key in keys]
+
+
 class BreakerRedisCache(RedisCache):
     """django-redis's cache whose client goes through the server's breaker.
 
@@ -71,6 +121,22 @@ class BreakerRedisCache(RedisCache):
     def client(self):
         client = super().client
         return client if self.breaker is None else _GuardedClient(client, self.breaker)
+
+    def count_and_check(
+        self, counters: Sequence[tuple[str, int]], keys: Sequence[str]
+    ) -> tuple[list[int], list[bool]]:
+        """`count_and_check` as one Lua script (EVALSHA), through the breaker."""
+        if self.breaker is not None and self.breaker.is_open():
+            raise _skipped()
+        redis_keys = [self.make_key(key) for key, _ in counters] + [self.make_key(k) for k in keys]
+        args = [len(counters), *(int(seconds) for _, seconds in counters)]
+        try:
+            answers = _COUNT_AND_CHECK(redis_keys, args, client=super().client.get_client())
+        except (RedisError, OSError) as error:
+            if self.breaker is not None and isinstance(error, _OUTAGES):
+                self.breaker.trip(error)
+            raise ConnectionInterrupted(connection=None) from error
+        return answers[: len(counters)], [bool(found) for found in answers[len(counters) :]]
 
 
 class _GuardedClient:
@@ -92,9 +158,7 @@ class _GuardedClient:
 
         def guarded(*args, **kwargs):
             if breaker.is_open():
-                raise ConnectionInterrupted(connection=None) from RedisConnectionError(
-                    "skipped: the cache failed moments ago"
-                )
+                raise _skipped()
             try:
                 return attribute(*args, **kwargs)
             except ConnectionInterrupted as error:
@@ -103,3 +167,13 @@ class _GuardedClient:
                 raise
 
         return guarded
+
+
+class CacheSkipped(ConnectionInterrupted):
+    """The breaker is open: nothing was sent (the failure that opened it is logged already)."""
+
+
+def _skipped() -> CacheSkipped:
+    error = CacheSkipped(connection=None)
+    error.__cause__ = RedisConnectionError("skipped: the cache failed moments ago")
+    return error

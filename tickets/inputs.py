@@ -130,7 +130,6 @@ class _GateInput(serializers.Serializer):
         help_text="When it happened (ISO 8601; default now). Past allowed (from 2000 on), at "
         "most 5 minutes ahead.",
     )
-    nfc_uid = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
     note = StrictCharField(required=False, allow_blank=True, max_length=1000, default="")
 
     def validate_used_at(self, value):
@@ -143,24 +142,30 @@ class _GateInput(serializers.Serializer):
             raise serializers.ValidationError("Must not be before 2000-01-01.")
         return value
 
+
+class _TagInput(_GateInput):
+    """The gate's inputs by ticket id: the tag it read, which a check-in binds to the ticket."""
+
+    nfc_uid = StrictCharField(required=False, allow_null=True, allow_blank=True, max_length=64)
+
     def validate_nfc_uid(self, value):
         return value or None  # a blank form field means "no tag"
 
 
-class CheckInInputSerializer(_GateInput):
-    check_in_type_ids = IdListField(
-        required=False,
-        allow_null=True,
-        help_text="Types to admit (required when the event has check-in types).",
-    )
+def _type_ids(help_text: str) -> IdListField:
+    return IdListField(required=False, allow_null=True, help_text=help_text)
 
 
-class RenewInputSerializer(_GateInput):
-    check_in_type_ids = IdListField(
-        required=False,
-        allow_null=True,
-        help_text="Types to undo (default: every checked-in type).",
-    )
+_ADMIT_TYPES = "Types to admit (required when the event has check-in types)."
+_UNDO_TYPES = "Types to undo (default: every checked-in type)."
+
+
+class CheckInInputSerializer(_TagInput):
+    check_in_type_ids = _type_ids(_ADMIT_TYPES)
+
+
+class RenewInputSerializer(_TagInput):
+    check_in_type_ids = _type_ids(_UNDO_TYPES)
 
 
 class TicketCreateInputSerializer(serializers.Serializer):
@@ -237,17 +242,13 @@ class TicketInvalidateInputSerializer(serializers.Serializer):
         return attrs
 
 
-class TicketKeyParams(serializers.Serializer):
-    """The three ways to name a ticket; exactly one must be sent (CONTRACT §6)."""
+class _TicketKey(serializers.Serializer):
+    """The three ways to name a ticket of the event; exactly one must be sent (CONTRACT §6, §7)."""
 
-    # One object parameter in the document, so that "exactly one" can be stated there.
-    openapi_parameter = "ticket_key"
-    openapi_rules = exactly_one_of(*SEARCH_KEYS)
-
-    reference_code = serializers.CharField(
+    reference_code = StrictCharField(
         required=False, max_length=64, help_text="Case and surrounding spaces are ignored."
     )
-    nfc_uid = serializers.CharField(required=False, max_length=64)
+    nfc_uid = StrictCharField(required=False, max_length=64)
     ticket_id = Int32Field(required=False, min_value=1, max_value=INT32_MAX)
 
     def validate(self, attrs):
@@ -259,6 +260,35 @@ class TicketKeyParams(serializers.Serializer):
         if attrs.get(sent[0]) is None:  # `ticket_id=` parses as "not given"
             raise ValidationError({sent[0]: ["This field may not be blank."]})
         return attrs
+
+
+class TicketKeyParams(_TicketKey):
+    """The ticket to find, by exactly one key."""
+
+    # One object parameter in the document, so that "exactly one" can be stated there.
+    openapi_parameter = "ticket_key"
+    openapi_rules = exactly_one_of(*SEARCH_KEYS)
+
+
+# A gate's scan (CONTRACT §7): the ticket named by exactly one key, with the operation's inputs.
+# Here `nfc_uid` names the ticket by the tag bound to it, so it never binds one.
+_SCAN_RULES = {**_GateInput.openapi_rules, "oneOf": [{"required": [k]} for k in SEARCH_KEYS]}
+
+
+class ScanCheckInInputSerializer(_TicketKey, _GateInput):
+    """The ticket a gate scanned, by exactly one key, and the inputs of its check-in."""
+
+    openapi_rules = _SCAN_RULES
+
+    check_in_type_ids = _type_ids(_ADMIT_TYPES)
+
+
+class ScanRenewInputSerializer(_TicketKey, _GateInput):
+    """The ticket a gate scanned, by exactly one key, and the inputs of its renew."""
+
+    openapi_rules = _SCAN_RULES
+
+    check_in_type_ids = _type_ids(_UNDO_TYPES)
 
 
 class TicketSearchParams(serializers.Serializer):

@@ -1,7 +1,7 @@
 """The holder's ticket email: text and HTML, through Django's email framework.
 
-Called from `transaction.on_commit` with an id, so it reads the committed ticket and never runs
-for a creation that rolled back.
+Run by the task `tickets.tasks.ticket_email_send` with an id, so it reads the committed ticket;
+the task is enqueued in the issuing transaction and never runs for a creation that rolled back.
 """
 
 import logging

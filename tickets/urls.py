@@ -13,6 +13,17 @@ urlpatterns = [
         views.EventTicketSearchView.as_view(),
         name="event-ticket-search",
     ),
+    # Before `tickets/<int:ticket_id>/...` by habit; an id never matches these words anyway.
+    path(
+        f"{_EVENT}/tickets/checkin",
+        views.TicketScanCheckInView.as_view(),
+        name="ticket-scan-checkin",
+    ),
+    path(
+        f"{_EVENT}/tickets/renew",
+        views.TicketScanRenewView.as_view(),
+        name="ticket-scan-renew",
+    ),
     path(
         f"{_EVENT}/tickets/<int:ticket_id>/checkin",
         views.TicketCheckInView.as_view(),

@@ -41,8 +41,11 @@ from .exceptions import (
 from .filters import EventTicketFilter, UserOrderFilter, UserTicketFilter
 from .inputs import (
     BODY_TYPES,
+    SEARCH_KEYS,
     CheckInInputSerializer,
     RenewInputSerializer,
+    ScanCheckInInputSerializer,
+    ScanRenewInputSerializer,
     TicketCreateInputSerializer,
     TicketInvalidateInputSerializer,
     TicketKeyParams,
@@ -67,7 +70,7 @@ from .serializers import (
     TypeResultSerializer,
 )
 from .services.common import Actor
-from .services.gate import ticket_check_in_at_gate, ticket_renew
+from .services.gate import TicketKey, ticket_check_in_at_gate, ticket_renew
 from .services.issuing import ticket_create
 from .services.revoking import ticket_revoke
 
@@ -114,9 +117,11 @@ def _gate_schema(
     input_serializer,
     rejections: list[type[ApplicationError]],
     binds_nfc: bool,
+    operation_id: str | None = None,
 ):
     conflicts = {409: _error("The NFC tag is bound to another ticket", [DuplicateNfcUid])}
     return extend_schema(
+        operation_id=operation_id,
         tags=["check-in"],
         summary=summary,
         description=description,
@@ -262,7 +267,7 @@ class TicketCheckInView(APIView):
         result = ticket_check_in_at_gate(
             organizer_id=request.organizer_id,
             event_id=event_id,
-            ticket_id=ticket_id,
+            key=TicketKey.id(ticket_id),
             actor=actor_of(request),
             **data,
         )
@@ -286,6 +291,69 @@ class TicketRenewView(APIView):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         data = _validated(RenewInputSerializer, request)
         result = ticket_renew(event=event, ticket_id=ticket_id, actor=actor_of(request), **data)
+        return _gate_response(result)
+
+
+def _scanned(data: dict) -> TicketKey:
+    """The key a scan named its ticket by, taken out of the operation's inputs."""
+    return TicketKey.of(**{name: data.pop(name) for name in SEARCH_KEYS if name in data})
+
+
+_SCAN = (
+    " The ticket is named by exactly one of `reference_code` (as printed or in the QR code; case "
+    "and surrounding spaces ignored), `nfc_uid` (a tag bound to it: never binds one) or "
+    "`ticket_id`; no such ticket in the event is a 404."
+)
+
+
+class TicketScanCheckInView(APIView):
+    """`POST .../events/{e}/tickets/checkin`: a gate's scan, in one request (CONTRACT §7)."""
+
+    permission_classes = [OrganizerResource]
+
+    @_gate_schema(
+        summary="Check a scanned ticket in",
+        description="As `.../tickets/{ticket_id}/checkin`: same rules, results and rejections."
+        + _SCAN,
+        input_serializer=ScanCheckInInputSerializer,
+        operation_id="organizers_events_tickets_scan_checkin_create",
+        rejections=[
+            *_GATE_REJECTIONS,
+            *(rule.error for rule in SIMPLE_CHECK_IN),
+            CheckInTypeRequired,
+        ],
+        binds_nfc=False,
+    )
+    def post(self, request, organizer_id: int, event_id: int):
+        data = _validated_for_event(ScanCheckInInputSerializer, request, event_id=event_id)
+        result = ticket_check_in_at_gate(
+            organizer_id=request.organizer_id,
+            event_id=event_id,
+            key=_scanned(data),
+            actor=actor_of(request),
+            **data,
+        )
+        return _gate_response(result)
+
+
+class TicketScanRenewView(APIView):
+    """`POST .../events/{e}/tickets/renew`: undo the check-in of a scanned ticket (CONTRACT §7)."""
+
+    permission_classes = [OrganizerResource]
+
+    @_gate_schema(
+        summary="Renew a scanned ticket (undo its check-in)",
+        description="As `.../tickets/{ticket_id}/renew`: same rules, results and rejections."
+        + _SCAN,
+        input_serializer=ScanRenewInputSerializer,
+        operation_id="organizers_events_tickets_scan_renew_create",
+        rejections=[*_GATE_REJECTIONS, TicketNotUsed],
+        binds_nfc=False,
+    )
+    def post(self, request, organizer_id: int, event_id: int):
+        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
+        data = _validated(ScanRenewInputSerializer, request)
+        result = ticket_renew(event=event, key=_scanned(data), actor=actor_of(request), **data)
         return _gate_response(result)
 
 

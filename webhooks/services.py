@@ -28,6 +28,7 @@ from .exceptions import WebhookEndpointDisabled, WebhookUrlRefused
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from .network import DeliveryError, post, target_check
 from .secrets import secret_decrypt, secret_encrypt, secret_generate
+from .selectors import webhook_subscriptions_changed, webhook_types_subscribed
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ def webhook_endpoint_create(
     assert event_types == ["*"] or set(event_types) <= set(EVENT_TYPES), event_types
     webhook_url_check(url=url)
     secret = secret_generate()
+    webhook_subscriptions_changed(organizer_id=organizer_id)
     endpoint = WebhookEndpoint.objects.create(
         organizer_id=organizer_id,
         url=url,
@@ -92,6 +94,13 @@ def _deliveries_create(
     return event
 
 
+def webhook_wants(*, organizer_id: int, type: str) -> bool:
+    """Whether some active endpoint of the organizer may want `type` (from the cache, usually:
+    a check-in asks it before deciding whether it needs a transaction)."""
+    types = webhook_types_subscribed(organizer_id=organizer_id)
+    return "*" in types or type in types
+
+
 def webhook_event_record(
     *,
     organizer_id: int,
@@ -104,9 +113,12 @@ def webhook_event_record(
     Call it inside the transaction of the change: its rows (event, deliveries, their tasks)
     commit or roll back with the change. `data` is `{"ticket": ...}` or `{"order": ...}` as the
     API renders them; pass a function to build it only when some endpoint wants the event.
-    Returns the event, or None when no endpoint wants it (one query).
+    Returns the event, or None when no endpoint wants it: then it costs no query when the
+    organizer's subscriptions are in the cache, else one.
     """
     assert type in EVENT_TYPES, type
+    if not webhook_wants(organizer_id=organizer_id, type=type):
+        return None
     endpoints = [
         endpoint
         for endpoint in WebhookEndpoint.objects.filter(
@@ -284,7 +296,8 @@ def _endpoint_health_record(*, endpoint: WebhookEndpoint, succeeded: bool, at: d
     """A success ends the endpoint's failing run; a failure 3 days into one disables it."""
     endpoints = WebhookEndpoint.objects.filter(pk=endpoint.pk)
     if succeeded:
-        endpoints.filter(failing_since__isnull=False).update(failing_since=None)
+        if endpoint.failing_since is not None:  # as read with the locked delivery: most are not
+            endpoints.filter(failing_since__isnull=False).update(failing_since=None)
         return
     endpoints.filter(failing_since__isnull=True).update(failing_since=at)
     cutoff = timezone.now() - timedelta(seconds=settings.WEBHOOK_DISABLE_AFTER_SECONDS)
@@ -337,6 +350,7 @@ def webhook_endpoint_update(
         webhook_url_check(url=url)
     if is_active and not endpoint.is_active:
         endpoint.failing_since = endpoint.disabled_at = None
+    webhook_subscriptions_changed(organizer_id=endpoint.organizer_id)
     endpoint.url, endpoint.event_types, endpoint.is_active = url, event_types, is_active
     endpoint.save()
     return endpoint

@@ -153,6 +153,20 @@ ENDPOINTS = [
     Endpoint("checkin", "POST", EVENT + "/tickets/{t}/checkin", ORGANIZER_RESOURCE, _empty_body),
     Endpoint("renew", "POST", EVENT + "/tickets/{used}/renew", ORGANIZER_RESOURCE, _empty_body),
     Endpoint(
+        "scan_checkin",
+        "POST",
+        EVENT + "/tickets/checkin",
+        ORGANIZER_RESOURCE,
+        lambda world: {"reference_code": world.ticket.reference_code.lower()},
+    ),
+    Endpoint(
+        "scan_renew",
+        "POST",
+        EVENT + "/tickets/renew",
+        ORGANIZER_RESOURCE,
+        lambda world: {"ticket_id": world.used.id},
+    ),
+    Endpoint(
         "invalidate",
         "POST",
         EVENT + "/tickets/invalidate",
@@ -184,6 +198,20 @@ ENDPOINTS = [
         "/api/public/organizers/{o}/events/{e}/tickets/{other_t}/checkin",
         FOREIGN_EVENT,
         _empty_body,
+    ),
+    Endpoint(
+        "scan_checkin_in_other_organizers_event",
+        "POST",
+        "/api/public/organizers/{o}/events/{other_e}/tickets/checkin",
+        FOREIGN_EVENT,
+        lambda world: {"reference_code": world.other_ticket.reference_code},
+    ),
+    Endpoint(
+        "scan_checkin_of_other_organizers_code",
+        "POST",
+        "/api/public/organizers/{o}/events/{e}/tickets/checkin",
+        FOREIGN_EVENT,
+        lambda world: {"reference_code": world.other_ticket.reference_code},
     ),
     Endpoint("webhooks", "GET", "/api/public/organizers/{o}/webhooks", ORGANIZER_USER_RESOURCE),
     Endpoint(

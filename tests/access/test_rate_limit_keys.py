@@ -1,13 +1,16 @@
 """The API limit counts an application and its user, so a new token brings no new budget."""
 
+import time
+
 import pytest
 from django.test import Client, override_settings
+from django_ratelimit.core import _get_window
 
 from tests.factories import UserFactory
 from tests.oauth.flow import stored_token
 from tests.oauth.support import wait_for_fresh_window
 from tests.support import TokenClient, mint_token
-from ticketing.api.throttling import token_rate_key
+from ticketing.api.throttling import token_rate_key, window_end
 
 pytestmark = pytest.mark.django_db
 
@@ -63,3 +66,11 @@ def test_keys_name_the_application_and_the_user(application, member):
     user_token = stored_token(mint_token(application=application, user=member))
     assert token_rate_key(app_token) == f"app:{application.pk}:user:-"
     assert token_rate_key(user_token) == f"app:{application.pk}:user:{member.pk}"
+
+
+def test_windows_are_django_ratelimits(monkeypatch):
+    """The API's counters keep django-ratelimit's windows, which `wait_for_fresh_window` reads."""
+    monkeypatch.setattr(time, "time", lambda: 1_790_000_123.4)
+    for value in ("app:1:user:-", "user:7", "ip:127.0.0.1"):
+        for period in (1, 60, 900):
+            assert window_end(value, period) == _get_window(value, period)

@@ -1,15 +1,18 @@
 """Validated tokens served from the cache, and forgotten the moment the database disagrees."""
 
+import time
 import urllib.parse
 import urllib.request
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import update_last_login
-from django.core.cache import cache
+from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 
@@ -38,7 +41,13 @@ def _token_queries(client, url) -> int:
 
 
 def _cached(raw: str):
-    return cache.get(token_cache.KEY_PREFIX + token_cache.checksum_of(raw))
+    return token_cache.cached_token(raw)
+
+
+def _stored(raw: str):
+    return AccessToken.objects.select_related("user", "application").get(
+        token_checksum=token_cache.checksum_of(raw)
+    )
 
 
 def test_second_call_does_not_read_the_token(application, organizer):
@@ -164,36 +173,100 @@ def test_revocation_the_cache_cannot_record_is_refused_and_undone(settings, appl
     assert client.get("/api/public/organizers").status_code == 200
 
 
-def test_a_read_from_before_a_revocation_is_not_stored_after_it(application):
-    """The request read the token, the revocation committed, then the request tries to cache it."""
+def test_a_read_from_before_a_revocation_is_not_kept_after_it(application, monkeypatch):
+    """The request reads the token, a revocation writes its marker, then the request ends."""
+    from oauth2_provider.oauth2_validators import OAuth2Validator
+
     raw = mint_token(application=application)
-    token = AccessToken.objects.select_related("user", "application").get(
-        token_checksum=token_cache.checksum_of(raw)
-    )
-    token_cache.forget([token.token_checksum])
-    token_cache.remember(token)
-    assert token_cache.cached_token(raw) is None
+    read = OAuth2Validator._load_access_token
+
+    def read_then_revoked(self, token):
+        loaded = read(self, token)
+        token_cache.forget([loaded.token_checksum])  # the revocation's marker, not yet committed
+        return loaded
+
+    monkeypatch.setattr(OAuth2Validator, "_load_access_token", read_then_revoked)
+    client = TokenClient(raw)
+    assert client.get("/api/public/organizers").status_code == 200  # read before it: served
+    assert _cached(raw) is None
+    assert _token_queries(client, "/api/public/organizers") == 1
 
 
-def test_expired_copy_is_not_served(application):
+def test_a_marker_from_another_process_sends_the_copy_to_the_database(application):
+    """Another process revoked the token: this one only sees the marker it left in the cache."""
     raw = mint_token(application=application)
-    token = AccessToken.objects.select_related("user", "application").get(
-        token_checksum=token_cache.checksum_of(raw)
-    )
-    token_cache.remember(token)
-    assert token_cache.cached_token(raw) == token
-    expired = _cached(raw)
-    expired.expires = token.created  # already passed
-    cache.set(token_cache.KEY_PREFIX + token.token_checksum, expired)
-    assert token_cache.cached_token(raw) is None
+    client = TokenClient(raw)
+    assert client.get("/api/public/organizers").status_code == 200
+    assert _cached(raw) is not None
+    with connection.cursor() as cursor:  # deleted as another process would: no signal here
+        cursor.execute(
+            f"DELETE FROM {AccessToken._meta.db_table} WHERE token_checksum = %s",
+            [token_cache.checksum_of(raw)],
+        )
+    assert client.get("/api/public/organizers").status_code == 200  # no marker: the copy serves
+    caches["strict"].set(token_cache.marker_key(token_cache.checksum_of(raw)), "forgotten", 60)
+    response = client.get("/api/public/organizers")
+    assert (response.status_code, response.json()["error"]) == (401, "invalid_token")
+    assert _cached(raw) is None
+
+
+def test_a_cache_that_does_not_answer_serves_no_copy(application, organizer, monkeypatch):
+    raw = mint_token(application=application)
+    client = TokenClient(raw)
+    url = EVENTS.format(organizer.id)
+    assert _token_queries(client, url) == 1
+    assert _token_queries(client, url) == 0
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("cache unreachable")
+
+    monkeypatch.setattr("ticketing.api.throttling.count_and_check", unreachable)
+    assert _token_queries(client, url) == 1  # the database decides, and the limits fail open
+    assert _token_queries(client, url) == 1  # nor is one kept while the cache is away
+    monkeypatch.undo()
+    assert _token_queries(client, url) == 1
+    assert _token_queries(client, url) == 0
+
+
+def test_a_copy_lives_no_longer_than_a_marker_written_after_its_read(settings, application):
+    raw = mint_token(application=application)
+    token = _stored(raw)
+    token_cache.remember(token, read_at=time.monotonic())
+    assert _cached(raw) == token
+    token_cache.remember(token, read_at=time.monotonic() - settings.API_TOKEN_CACHE_SECONDS)
+    assert _cached(raw) is None
+
+
+def test_the_least_recently_used_copy_goes_first(application, monkeypatch):
+    monkeypatch.setattr(token_cache, "MAX_TOKENS", 2)
+    first, second, third = (mint_token(application=application) for _ in range(3))
+    for raw in (first, second):
+        token_cache.remember(_stored(raw), read_at=time.monotonic())
+    assert _cached(first) is not None  # now used more recently than the second
+    token_cache.remember(_stored(third), read_at=time.monotonic())
+    assert _cached(second) is None
+    assert _cached(first) is not None and _cached(third) is not None
+
+
+def test_each_request_gets_its_own_instance(application):
+    raw = mint_token(application=application)
+    token_cache.remember(_stored(raw), read_at=time.monotonic())
+    one, other = _cached(raw), _cached(raw)
+    assert one == other and one is not other and one.application is not other.application
+
+
+def test_expired_copy_is_not_served(application, monkeypatch):
+    raw = mint_token(application=application)
+    token_cache.remember(_stored(raw), read_at=time.monotonic())
+    assert _cached(raw) is not None
+    later = timezone.now() + timedelta(hours=3)  # the token lives two
+    monkeypatch.setattr(timezone, "now", lambda: later)
+    assert _cached(raw) is None
 
 
 def test_token_about_to_expire_is_not_cached(application):
     raw = mint_token(application=application, expires_in=3)
-    token = AccessToken.objects.select_related("user", "application").get(
-        token_checksum=token_cache.checksum_of(raw)
-    )
-    token_cache.remember(token)
+    token_cache.remember(_stored(raw), read_at=time.monotonic())
     assert _cached(raw) is None
 
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 from events.models import TicketType
 from tests.admin.helpers import change_form_data, changelist_column, messages_of
 from tests.factories import OrderFactory, TicketFactory, UserFactory
+from tests.task_support import run_due_tasks
 from tickets.models import CheckInLog, Ticket, TicketCheckIn
 
 CHANGELIST = "admin:tickets_ticket_changelist"
@@ -164,6 +165,7 @@ def test_resend_email_queues_after_commit(
         "Queued the ticket email of 1 ticket.",
         "1 not done: AREV02: Ticket AREV02 is revoked; it is not sent.",
     ]
+    assert run_due_tasks() == 1
     assert [m.to for m in mail.outbox] == [[world_a.ticket.email]]
     assert "ACODE01" in mail.outbox[0].body
 

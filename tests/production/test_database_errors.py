@@ -4,11 +4,20 @@ Wherever it happens: in a view, in the token lookup, in middleware before any vi
 that a retry will likely cure (serialization failure, deadlock, lock timeout) say retry in 1 s.
 """
 
+import io
+import json
+import sys
+import time
+from contextlib import contextmanager
+
+import psycopg
 import pytest
+from django.core.handlers.wsgi import WSGIHandler
 from django.db import DatabaseError, DataError, IntegrityError, OperationalError, connection
 from django.http import HttpResponse
 from django.test import Client
 
+from tests.support import mint_token
 from ticketing.api.exception_handler import database_unavailable, hostile_input_error
 
 pytestmark = pytest.mark.django_db
@@ -250,3 +259,72 @@ def test_real_serialization_failure_is_503_retry_soon(app_client, monkeypatch):
     response = app_client.get("/api/public/organizers")
     assert (response.status_code, response.json()) == (503, CONFLICT)
     assert response["Retry-After"] == "1"
+
+
+def _serve(path: str, token: str):
+    """One request through Django's WSGI handler, with the request cycle a server gives it (the
+    test client leaves connections alone between requests)."""
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.errors": sys.stderr,
+    }
+    response = WSGIHandler()(environ, lambda status, headers: None)
+    response.close()  # what the server does once it has sent it: request_finished
+    return response
+
+
+@contextmanager
+def _raw_statements():
+    """Every statement sent on a psycopg cursor, Django's or not (its health check bypasses it)."""
+    sent: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def recording(self, query, *args, **kwargs):
+        sent.append(query if isinstance(query, str) else repr(query))
+        return execute(self, query, *args, **kwargs)
+
+    psycopg.Cursor.execute = recording
+    try:
+        yield sent
+    finally:
+        psycopg.Cursor.execute = execute
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_an_authenticated_get_sends_no_health_check_query(application):
+    token = mint_token(application=application)
+    assert _serve("/api/public/organizers", token).status_code == 200  # connected, token cached
+    with _raw_statements() as sent:
+        assert _serve("/api/public/organizers", token).status_code == 200
+    assert sent and not any(query.strip().upper() == "SELECT 1" for query in sent), sent
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_server_dropped_is_one_503_then_the_next_request_reconnects(application):
+    """A restart (or failover) ends the server side of every pooled connection between requests."""
+    token = mint_token(application=application)
+    assert _serve("/api/public/organizers", token).status_code == 200
+    pid = connection.connection.info.backend_pid
+    with psycopg.connect(**connection.get_connection_params(), autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])
+        deadline = time.monotonic() + 10
+        while admin.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [pid]).fetchone():
+            assert time.monotonic() < deadline, "the backend did not end"
+            time.sleep(0.05)
+
+    dropped = _serve("/api/public/organizers", token)
+    assert (dropped.status_code, json.loads(dropped.content)) == (503, UNAVAILABLE)
+    assert dropped["Retry-After"] == "5"
+    assert connection.connection is None  # closed at the end of that request, not reused
+    assert _serve("/api/public/organizers", token).status_code == 200
+    assert connection.connection.info.backend_pid != pid

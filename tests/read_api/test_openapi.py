@@ -249,6 +249,8 @@ class Case:
 
 
 EVENT = "/organizers/{organizer_id}/events/{event_id}"
+SCAN = f"{EVENT}/tickets/checkin"
+SCAN_RENEW = f"{EVENT}/tickets/renew"
 CREATE = {
     "ticket_type_id": "{ticket_type_id}",
     "firstname": "Somsak",
@@ -358,6 +360,12 @@ CASES = [
     ),
     Case("renew", "post", f"{EVENT}/tickets/{{ticket_id}}/renew", "app", 200, ticket="used"),
     Case("renew unused", "post", f"{EVENT}/tickets/{{ticket_id}}/renew", "app", 422),
+    Case("scan", "post", SCAN, "app", 200, {"reference_code": " {reference_code} "}),
+    Case("scan used", "post", SCAN, "organizer", 422, {"ticket_id": "{ticket_id}"}, ticket="used"),
+    Case("scan miss", "post", SCAN, "app", 404, {"reference_code": "NOPE2345"}),
+    Case("scan two keys", "post", SCAN, "app", 400, {"reference_code": "A", "nfc_uid": "B"}),
+    Case("scan renew", "post", SCAN_RENEW, "app", 200, {"ticket_id": "{ticket_id}"}, ticket="used"),
+    Case("scan renew unused", "post", SCAN_RENEW, "app", 422, {"nfc_uid": "04:A1"}),
     Case(
         "invalidate",
         "post",
@@ -790,6 +798,32 @@ AGREEMENTS = [
     Agreement("check in, NUL note", "post", CHECKIN, "app", {"note": "a\x00b"}, False),
     Agreement("check in form, no time", "post", CHECKIN, "app", {"used_at": ""}, True, form=True),
     Agreement("check in json, empty time", "post", CHECKIN, "app", {"used_at": ""}, False),
+    Agreement("scan by code", "post", SCAN, "app", {"reference_code": " {reference_code}"}, True),
+    Agreement("scan by tag, form", "post", SCAN, "app", {"nfc_uid": "04:A1"}, True, form=True),
+    Agreement(
+        "scan by id, form", "post", SCAN, "app", {"ticket_id": "{ticket_id}"}, True, form=True
+    ),
+    Agreement("scan by no key", "post", SCAN, "app", {"note": "x"}, False),
+    Agreement(
+        "scan by code and tag",
+        "post",
+        SCAN,
+        "app",
+        {"reference_code": "{reference_code}", "nfc_uid": "04:A1"},
+        False,
+    ),
+    Agreement("scan by a blank code", "post", SCAN, "app", {"reference_code": " "}, False),
+    Agreement("scan form, empty id", "post", SCAN, "app", {"ticket_id": ""}, False, form=True),
+    Agreement("scan renew by no key", "post", SCAN_RENEW, "app", {}, False),
+    Agreement(
+        "scan renew by code",
+        "post",
+        SCAN_RENEW,
+        "app",
+        {"reference_code": "{reference_code}"},
+        True,
+        ticket="used",
+    ),
     Agreement("invalidate, empty object", "post", f"{EVENT}/tickets/invalidate", "app", {}, False),
     Agreement(
         "invalidate without a key",

@@ -18,7 +18,7 @@ from tests.support import TokenClient, mint_token
 from webhooks.models import WebhookAttempt, WebhookDelivery
 from webhooks.services import webhook_event_record
 
-from .conftest import endpoint_for, wait_for
+from .helpers import endpoint_for, wait_for
 
 pytestmark = pytest.mark.usefixtures("private_urls_allowed")
 

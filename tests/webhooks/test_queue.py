@@ -17,7 +17,7 @@ from webhooks.models import WebhookDelivery
 from webhooks.services import webhook_event_record
 from webhooks.tasks import webhook_deliver
 
-from .conftest import endpoint_for, wait_for
+from .helpers import endpoint_for, wait_for
 
 
 def _task(**fields) -> DBTaskResult:

@@ -17,7 +17,7 @@ from webhooks.services import (
     webhook_event_record,
 )
 
-from .conftest import endpoint_for
+from .helpers import endpoint_for
 
 pytestmark = pytest.mark.django_db
 

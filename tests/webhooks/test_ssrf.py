@@ -14,7 +14,7 @@ from webhooks import network
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from webhooks.services import webhook_delivery_attempt, webhook_endpoint_ping
 
-from .conftest import endpoint_for
+from .helpers import endpoint_for
 
 pytestmark = pytest.mark.django_db
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 from events.models import Event
 from tests.factories import EventFactory, TicketFactory, TicketTypeFactory
 from tests.support import TokenClient, mint_token
+from tests.task_support import run_due_tasks
 from tickets.codes import REFERENCE_CODE_ALPHABET
 from tickets.models import Order, Ticket
 
@@ -94,6 +95,7 @@ def test_ticket_create_issues_a_paid_external_order_and_ticket(
     assert (order.buyer_phone, order.buyer_phone_country) == ("+66812345678", "TH")
     ticket_type.refresh_from_db()
     assert (ticket_type.sold_count, ticket_type.api_sold_count) == (1, 1)
+    assert run_due_tasks() == 1  # the email task
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == ["somsak@example.com"]
 
@@ -298,6 +300,7 @@ def test_ticket_create_replay_with_same_data_returns_the_same_ticket(
     assert again.json() == {"success": True, "idempotent": True, "ticket": first.json()["ticket"]}
     assert db_state(event) == before
     assert callbacks == []
+    assert run_due_tasks() == 1  # the first creation's email task only
     assert len(mail.outbox) == 1
 
 
@@ -370,6 +373,7 @@ def test_ticket_create_suppress_notifications_sends_no_email(
         response = create(client, event, ticket_type, suppress_notifications="true")
     assert response.status_code == 200
     assert callbacks == []
+    assert run_due_tasks() == 0
     assert mail.outbox == []
 
 

@@ -1,6 +1,9 @@
-"""The holder's email (after commit, once, never on rollback) and the check-in query budget."""
+"""The holder's email (a task of the creating transaction: once, never on rollback, retried)
+and the check-in query budget."""
 
+import time
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.core import mail
@@ -8,8 +11,11 @@ from django.core.mail.backends.base import BaseEmailBackend
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
 
 from tests.factories import CheckInTypeFactory, FormFieldFactory, TicketFactory
+from tests.smtp_server import SmtpServer
+from tests.task_support import run_due_tasks, scheduled_tasks
 from tickets.models import CheckInLog, Ticket, TicketFormAnswer
 from tickets.services.common import Actor
 from tickets.services.issuing import ticket_create, ticket_send_email
@@ -36,21 +42,17 @@ def _create(event, ticket_type, **kwargs):
 
 
 @pytest.mark.django_db
-def test_ticket_email_is_queued_for_commit_and_has_text_and_html(
-    event, ticket_type, django_capture_on_commit_callbacks
-):
+def test_ticket_email_is_a_task_of_the_creation_and_has_text_and_html(event, ticket_type):
     event.title = "Songkran Beats"
     event.location_name = "Impact Arena"
     event.location_address = "Nonthaburi"
     event.start_at = timezone.datetime.fromisoformat("2026-12-05T12:30:00+00:00")
     event.end_at = timezone.datetime.fromisoformat("2026-12-05T17:00:00+00:00")
     event.save()
-    with django_capture_on_commit_callbacks() as callbacks:
-        result = _create(event, ticket_type, reference_code="SONG-2026")
-        assert mail.outbox == []  # nothing before commit
-    assert len(callbacks) == 1
-    callbacks[0]()
+    result = _create(event, ticket_type, reference_code="SONG-2026")
+    assert mail.outbox == []  # the request does not send it: a worker does
 
+    assert run_due_tasks() == 1
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
     assert message.to == ["malee@example.com"]
@@ -67,13 +69,11 @@ def test_ticket_email_is_queued_for_commit_and_has_text_and_html(
 
 
 @pytest.mark.django_db
-def test_ticket_email_html_escapes_event_fields(
-    event, ticket_type, django_capture_on_commit_callbacks
-):
+def test_ticket_email_html_escapes_event_fields(event, ticket_type):
     event.title = "<script>alert(1)</script>"
     event.save()
-    with django_capture_on_commit_callbacks(execute=True):
-        _create(event, ticket_type)
+    _create(event, ticket_type)
+    run_due_tasks()
     html = mail.outbox[0].alternatives[0].content
     assert "<script>" not in html
     assert "&lt;script&gt;" in html
@@ -86,6 +86,7 @@ def test_ticket_email_sent_exactly_once_after_a_real_commit(user_token, event, t
     body = {"ticket_type_id": ticket_type.id, **HOLDER, "external_id": "ONCE-1"}
     assert client.post(tickets_url(event), body).status_code == 200
     assert client.post(tickets_url(event), body).json()["idempotent"] is True
+    assert run_due_tasks() == 1
     assert len(mail.outbox) == 1
 
 
@@ -94,8 +95,10 @@ def test_ticket_email_not_sent_when_the_transaction_rolls_back(event, ticket_typ
     with pytest.raises(RuntimeError), transaction.atomic():
         _create(event, ticket_type)
         raise RuntimeError("the caller's transaction fails after the creation")
+    assert run_due_tasks() == 0
     assert mail.outbox == []
     assert Ticket.objects.count() == 0
+    assert DBTaskResult.objects.count() == 0
     ticket_type.refresh_from_db()
     assert ticket_type.sold_count == 0
 
@@ -103,6 +106,7 @@ def test_ticket_email_not_sent_when_the_transaction_rolls_back(event, ticket_typ
 @pytest.mark.django_db(transaction=True)
 def test_ticket_email_not_sent_when_suppressed(event, ticket_type):
     _create(event, ticket_type, suppress_notifications=True)
+    assert run_due_tasks() == 0
     assert mail.outbox == []
 
 
@@ -113,13 +117,75 @@ def test_ticket_email_failure_does_not_undo_the_ticket(settings, user_token, eve
         tickets_url(event), {"ticket_type_id": ticket_type.id, **HOLDER}
     )
     assert response.status_code == 200
-    assert Ticket.objects.filter(pk=response.json()["ticket"]["id"]).exists()
+    ticket_id = response.json()["ticket"]["id"]
+    assert run_due_tasks() == 1
+    assert Ticket.objects.filter(pk=ticket_id).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ticket_email_is_retried_with_backoff_until_the_server_answers(
+    settings, event, ticket_type
+):
+    settings.EMAIL_BACKEND = f"{__name__}.FailingBackend"
+    ticket = _create(event, ticket_type).ticket
+    started = timezone.now()
+
+    assert run_due_tasks() == 1  # refused: the retry waits a minute
+    [retry] = scheduled_tasks()
+    assert retry.args_kwargs["args"] == [ticket.id, 2]
+    assert retry.run_after - started == pytest.approx(
+        timedelta(minutes=1), abs=timedelta(seconds=5)
+    )
+    DBTaskResult.objects.filter(pk=retry.pk).update(run_after=timezone.now())
+    assert run_due_tasks() == 1
+    [retry] = scheduled_tasks()
+    assert retry.args_kwargs["args"] == [ticket.id, 3]  # then two minutes
+    assert retry.run_after - timezone.now() > timedelta(seconds=110)
+    assert mail.outbox == []
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+    DBTaskResult.objects.filter(pk=retry.pk).update(run_after=timezone.now())
+    assert run_due_tasks() == 1
+    assert [m.to for m in mail.outbox] == [["malee@example.com"]]
+    assert scheduled_tasks() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_mail_server_that_never_answers_does_not_slow_creation(
+    settings, user_token, event, ticket_type
+):
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_TIMEOUT = "127.0.0.1", 2
+    with SmtpServer(answering=False) as hung:
+        settings.EMAIL_PORT = hung.port
+        started = time.monotonic()
+        response = client_for(user_token).post(
+            tickets_url(event), {"ticket_type_id": ticket_type.id, **HOLDER}
+        )
+        took = time.monotonic() - started
+        assert response.status_code == 200
+        assert took < settings.EMAIL_TIMEOUT / 2, took  # it never waited for the server
+
+        started = time.monotonic()
+        assert run_due_tasks() == 1  # the worker's attempt: no greeting within EMAIL_TIMEOUT
+        assert time.monotonic() - started >= settings.EMAIL_TIMEOUT
+        assert hung.connections == 1
+        [retry] = scheduled_tasks()
+
+    with SmtpServer(answering=True) as smtp:
+        settings.EMAIL_PORT = smtp.port
+        DBTaskResult.objects.filter(pk=retry.pk).update(run_after=timezone.now())
+        assert run_due_tasks() == 1
+    [message] = smtp.messages
+    assert response.json()["ticket"]["reference_code"] in message
+    assert "To: malee@example.com" in message
 
 
 @pytest.mark.django_db
-def test_ticket_send_email_resends_on_commit(ticket, django_capture_on_commit_callbacks):
-    with django_capture_on_commit_callbacks(execute=True):
-        ticket_send_email(ticket_id=ticket.id)
+def test_ticket_send_email_resends_through_a_task(ticket):
+    ticket_send_email(ticket_id=ticket.id)
+    assert mail.outbox == []
+    assert run_due_tasks() == 1
     assert len(mail.outbox) == 1
     assert mail.outbox[0].to == [ticket.email]
 
@@ -129,6 +195,9 @@ def test_ticket_send_email_resends_on_commit(ticket, django_capture_on_commit_ca
 # Authentication: the token (1, the first time; later calls find it in the token cache) and the
 # organizer with the caller's membership (1).
 AUTH_QUERIES = 2
+# Whether a webhook endpoint of the organizer wants the event: one query the first time, then
+# from the cache until the organizer's endpoints change (webhooks.selectors).
+WEBHOOK_SUBSCRIPTIONS = 1
 # The common case at the gate, on PostgreSQL: one statement admits the ticket, writes its audit
 # row and returns it with its type, in autocommit (no BEGIN/COMMIT).
 ADMIT_QUERIES = 1
@@ -155,7 +224,9 @@ def assert_statements(data: int, *, in_transaction: bool = True):
 @pytest.mark.parametrize("who", ["user", "application"])
 def test_ticket_check_in_query_budget(who, user_token, app_token, ticket):
     client = client_for(user_token if who == "user" else app_token)
-    with assert_statements(AUTH_QUERIES + ADMIT_QUERIES, in_transaction=False):
+    with assert_statements(
+        AUTH_QUERIES + WEBHOOK_SUBSCRIPTIONS + ADMIT_QUERIES, in_transaction=False
+    ):
         response = client.post(checkin_url(ticket), {"note": "x"})
     assert response.status_code == 200
     assert response.json()["ticket"]["status"] == "used"
@@ -176,7 +247,7 @@ def test_ticket_check_in_with_cached_token_costs_two_statements(user_token, even
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_ticket_check_in_binding_a_tag_query_budget(user_token, ticket):
-    with assert_statements(AUTH_QUERIES + LOCKED_QUERIES):
+    with assert_statements(AUTH_QUERIES + WEBHOOK_SUBSCRIPTIONS + LOCKED_QUERIES):
         response = client_for(user_token).post(checkin_url(ticket), {"nfc_uid": "04BUDGET"})
     assert response.status_code == 200
     assert response.json()["ticket"]["status"] == "used"
@@ -188,7 +259,9 @@ def test_ticket_check_in_query_budget_with_form_answers(user_token, ticket):
     field = FormFieldFactory(event=ticket.event, label="T-shirt size")
     TicketFormAnswer.objects.create(ticket=ticket, field=field, value="L")
     # + the answers the body shows
-    with assert_statements(AUTH_QUERIES + ADMIT_QUERIES + 1, in_transaction=False):
+    with assert_statements(
+        AUTH_QUERIES + WEBHOOK_SUBSCRIPTIONS + ADMIT_QUERIES + 1, in_transaction=False
+    ):
         response = client_for(user_token).post(checkin_url(ticket))
     assert response.json()["ticket"]["forms"] == [
         {"id": field.id, "label": "T-shirt size", "value": "L"}
@@ -206,7 +279,9 @@ def test_ticket_check_in_multi_query_budget_is_independent_of_type_count(
     # The one-statement admission is tried and does not apply (1); then the locked service with
     # the event's types and this ticket's state (1) and the check-in rows (1); the audit rows
     # are one INSERT whatever the number of types.
-    with assert_statements(AUTH_QUERIES + ADMIT_QUERIES + LOCKED_QUERIES + 2):
+    with assert_statements(
+        AUTH_QUERIES + WEBHOOK_SUBSCRIPTIONS + ADMIT_QUERIES + LOCKED_QUERIES + 2
+    ):
         response = client_for(user_token).post(
             checkin_url(ticket), {"check_in_type_ids": [t.id for t in types]}, format="json"
         )

@@ -66,7 +66,7 @@ def _admit(ticket):
     return gate._admit(
         organizer_id=ticket.event.organizer_id,
         event_id=ticket.event_id,
-        ticket_id=ticket.pk,
+        key=gate.TicketKey.id(ticket.pk),
         actor=Actor(),
         at=timezone.now(),
         note="",

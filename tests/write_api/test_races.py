@@ -14,6 +14,7 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 
 from tests.factories import CheckInTypeFactory, TicketFactory, TicketTypeFactory
+from tests.task_support import run_due_tasks
 from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
 from tickets.services import revoking
 
@@ -113,6 +114,7 @@ def test_race_ten_creations_with_one_external_id_make_one_ticket(user_token, eve
     assert Order.objects.filter(event=event).count() == 1
     ticket_type.refresh_from_db()
     assert (ticket_type.sold_count, ticket_type.api_sold_count) == (1, 1)
+    assert run_due_tasks() == 1  # one email task
     assert len(mail.outbox) == 1
 
 

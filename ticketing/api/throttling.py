@@ -1,34 +1,141 @@
-"""Rate limits on the Django cache through django-ratelimit (CONTRACT §9).
+"""The API's rate limits (CONTRACT §9): fixed windows counted in the Django cache.
 
-With Redis configured the counters are shared by every process and machine.
+With Redis the counters are shared by every process and machine. An API request costs one Redis
+round trip in all: its counters are incremented by the script that also reads its token's
+revocation marker (`ticketing.cache.count_and_check`), which the authentication runs through
+`count_request` once it knows the token; the view's throttles then read the counts it left on
+the request. A request is thus counted once its token is known, even if a later check refuses
+it. Without a token (or a token the authentication did not count), the throttle counts itself,
+in one round trip too.
+
+django-ratelimit, which the sign-in and credential limits still use, is not used here: its add
+then incr costs two round trips, and it cannot share one with the token's marker. Its windows
+are kept (fixed, each key's offset by the key's CRC), so that the same helpers find them.
+A cache that does not answer lets the request through (the limits fail open).
 """
 
+from __future__ import annotations
+
+import logging
+import re
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
 from django.conf import settings
-from django_ratelimit.core import get_usage
+from django.core.cache import caches
 from rest_framework.throttling import BaseThrottle
 
+from ticketing.cache import CacheSkipped, count_and_check
+
 from .exceptions import RateLimited
+
+logger = logging.getLogger(__name__)
+
+_RATE = re.compile(r"^(\d+)/(\d*)([smhd])$")
+_PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_SLACK = 5  # seconds a counter outlives its window, as django-ratelimit's
+
+
+@dataclass(frozen=True)
+class Counter:
+    name: str  # the limit and whom it counts: the same for every window
+    key: str  # in the cache: the name and the window
+    limit: int
+    window_end: int  # epoch seconds
+    seconds: int  # how long the cache keeps it from its first hit
+
+
+def _parse_rate(rate: str) -> tuple[int, int]:
+    """`"1200/m"` → (1200, 60); `"10/15m"` → (10, 900)."""
+    match = _RATE.match(rate)
+    if match is None:
+        raise ValueError(f"not a rate: {rate!r} (e.g. 1200/m, 10/15m)")
+    count, multiple, unit = match.groups()
+    return int(count), _PERIODS[unit] * int(multiple or 1)
+
+
+def window_end(value: str, period: int) -> int:
+    """When the current window of `value` ends: fixed windows, offset by the value's CRC so
+    that they do not all end at once (django-ratelimit's `_get_window`)."""
+    now = int(time.time())
+    end = now - now % period + zlib.crc32(value.encode()) % period
+    return end if end >= now else end + period
 
 
 class _CacheRateThrottle(BaseThrottle):
     group: str
     rate_setting: str
 
-    def key(self, request) -> str:
+    def value(self, request, token) -> str:
+        """Whom the request counts against, given the request's token (or None)."""
         raise NotImplementedError
 
-    def allow_request(self, request, view) -> bool:
-        key = self.key(request)
-        usage = get_usage(
-            request,
-            group=self.group,
-            key=lambda group, req: key,
-            rate=getattr(settings, self.rate_setting),
-            increment=True,
+    def counter(self, request, token) -> Counter | None:
+        if not getattr(settings, "RATELIMIT_ENABLE", True):
+            return None
+        limit, period = _parse_rate(getattr(settings, self.rate_setting))
+        value = self.value(request, token)
+        end = window_end(value, period)
+        name = f"{self.group}:{limit}/{period}s:{value}"
+        return Counter(
+            name=name,
+            key=f"rate:{name}:{end}",
+            limit=limit,
+            window_end=end,
+            seconds=period + _SLACK,
         )
-        if usage is not None and usage["should_limit"]:
-            raise RateLimited(retry_after=usage["time_left"])
+
+    def allow_request(self, request, view) -> bool:
+        counter = self.counter(request, request.auth)
+        if counter is None:
+            return True
+        counted = getattr(request._request, "_rate_counts", {})
+        if counter.name in counted:  # by the authentication, even if its window ended since
+            counter, count = counted[counter.name]
+        else:
+            count = _count([counter], ())[0][0]
+        if count is not None and count > counter.limit:
+            raise RateLimited(retry_after=counter.window_end - int(time.time()))
         return True
+
+
+def count_request(request, token, keys: Sequence[str] = ()) -> list[bool] | None:
+    """Count `request` against each limit its view applies to `token`, and say which of `keys`
+    exist in the cache, in one round trip; None if the cache did not answer.
+
+    The view's throttles then read the counts left on the request.
+    """
+    view = (getattr(request, "parser_context", None) or {}).get("view")
+    throttles = view.get_throttles() if view is not None else []
+    counters = [
+        counter
+        for throttle in throttles
+        if isinstance(throttle, _CacheRateThrottle)
+        and (counter := throttle.counter(request, token)) is not None
+    ]
+    counts, found = _count(counters, keys)
+    request._request._rate_counts = {
+        counter.name: (counter, count) for counter, count in zip(counters, counts, strict=True)
+    }
+    return found
+
+
+def _count(counters: Sequence[Counter], keys: Sequence[str]):
+    """Counts (None each where the cache failed) and which keys exist (None if it failed)."""
+    try:
+        counts, found = count_and_check(
+            caches[settings.RATELIMIT_USE_CACHE],
+            [(counter.key, counter.seconds) for counter in counters],
+            keys,
+        )
+    except CacheSkipped:
+        return [None] * len(counters), None
+    except Exception as exc:  # whatever the cache backend raises when it is unreachable
+        logger.warning("rate limits not counted: cache unavailable (%s)", type(exc).__name__)
+        return [None] * len(counters), None
+    return counts, found
 
 
 def token_rate_key(token) -> str:
@@ -36,8 +143,7 @@ def token_rate_key(token) -> str:
 
     A client can mint tokens at will (client credentials, a refresh): counting each token on its
     own would give every new one a fresh budget. So an application token counts against its
-    application, and a user's token against that user within the application. One counter:
-    django-ratelimit's two round trips (add, then incr), as with one counter per token.
+    application, and a user's token against that user within the application.
     """
     if token.application_id is None:  # made by hand, with no client to mint more
         return f"token:{token.pk}"
@@ -50,9 +156,9 @@ class TokenRateThrottle(_CacheRateThrottle):
     group = "api"
     rate_setting = "API_RATE_LIMIT"
 
-    def key(self, request) -> str:
-        if request.auth is not None:
-            return token_rate_key(request.auth)
+    def value(self, request, token) -> str:
+        if token is not None:
+            return token_rate_key(token)
         return f"ip:{self.get_ident(request)}"
 
 
@@ -62,7 +168,7 @@ class UserRateThrottle(_CacheRateThrottle):
     group = "me"
     rate_setting = "ME_RATE_LIMIT"
 
-    def key(self, request) -> str:
-        if request.auth is not None and request.auth.user_id is not None:
-            return f"user:{request.auth.user_id}"
+    def value(self, request, token) -> str:
+        if token is not None and token.user_id is not None:
+            return f"user:{token.user_id}"
         return f"ip:{self.get_ident(request)}"

@@ -101,7 +101,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # No `SELECT 1` before each request's first query (5% of a check-in's time): a connection
+    # the server dropped fails that request with a 503 and Retry-After, and Django closes it
+    # at the end of the request (close_if_unusable_or_obsolete), so the next one reconnects.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})
     if env_bool("DB_PREPARED_STATEMENTS", default=True):
         # The gate repeats a few statements thousands of times on each persistent connection:
@@ -114,7 +117,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
 
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 
-# --- Cache (rate-limit counters, validated tokens) --------------------------------------------
+# --- Cache (rate-limit counters, token revocation markers) ----------------------------------
 
 REDIS_URL = env_str("REDIS_URL")
 if REDIS_URL:
@@ -275,6 +278,9 @@ RATELIMIT_FAIL_OPEN = True
 # How long a validated access token may be served from the cache (oauth_setup.token_cache).
 # Revocation reaches every process only through a shared cache, hence off without Redis.
 API_TOKEN_CACHE_SECONDS = env_int("API_TOKEN_CACHE_SECONDS", 60 if REDIS_URL else 0)
+# How long each process keeps the event types an organizer's webhook endpoints want (read on
+# every check-in): a new endpoint is heard of by other processes at most this late.
+WEBHOOK_SUBSCRIPTION_CACHE_SECONDS = env_int("WEBHOOK_SUBSCRIPTION_CACHE_SECONDS", 5)
 
 # Base URL the demo prints for clients; requests build absolute URLs from the Host header.
 SITE_URL = (

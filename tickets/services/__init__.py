@@ -2,5 +2,6 @@
 
 `issuing` creates tickets (the API, the import command), `gate` checks them in and renews them
 (the rules themselves are declared in `tickets.rules`), `revoking` revokes tickets and cancels
-orders. `common` holds what they share.
+orders. `common` holds what they share; `publishing` records their webhook events, in their
+transactions.
 """

@@ -23,12 +23,15 @@ from django.utils import timezone
 from events.models import CheckInType, Event, TicketType
 from events.selectors import event_get_for_organizer
 from ticketing.db import atomic_retrying_once
+from webhooks.services import webhook_wants
 
+from ..codes import reference_code_normalize
 from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
 from ..models import CheckInLog, Order, Ticket, TicketCheckIn, TicketFormAnswer
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, simple_check_in_sql
 from ..selectors import check_in_types_for_ticket, ticket_for_output, with_form_answers
 from .common import Actor, iso, ticket_lock, violates
+from .publishing import Type, ticket_event_record
 
 
 @dataclass(frozen=True)
@@ -63,21 +66,69 @@ class GateInputs(TypedDict, total=False):
     note: str
 
 
+@dataclass(frozen=True)
+class TicketKey:
+    """A ticket of the event named by one of its unique keys: its id, its reference code (as
+    stored: normalised) or the NFC tag bound to it. Both paths find the ticket by the key itself,
+    so the row the lookup matched is the row admitted or locked (CONTRACT §7, scan by code)."""
+
+    column: str  # "id", "reference_code" or "nfc_uid": each a unique index within the event
+    value: int | str
+
+    @classmethod
+    def id(cls, ticket_id: int) -> TicketKey:
+        return cls("id", ticket_id)
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        ticket_id: int | None = None,
+        reference_code: str | None = None,
+        nfc_uid: str | None = None,
+    ) -> TicketKey:
+        """The key a gate sent: exactly one of the three (the input serializer holds that)."""
+        if reference_code is not None:
+            return cls("reference_code", reference_code_normalize(reference_code))
+        if nfc_uid is not None:
+            return cls("nfc_uid", nfc_uid)
+        return cls.id(ticket_id)
+
+    @property
+    def filters(self) -> dict[str, int | str]:
+        return {self.column: self.value}
+
+    @property
+    def nfc_uid(self) -> str | None:
+        """The tag the gate read, when it named the ticket by one: the audit row records it."""
+        return self.value if self.column == "nfc_uid" else None
+
+
 def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
     """Run a gate operation in its transaction; a tag another ticket holds becomes a clean 409.
 
-    The 409 body shows the ticket as it stands: the failed transaction changed nothing.
+    The 409 body shows the ticket as it stands: the failed transaction changed nothing. The
+    ticket is named by `ticket_id` or by a `TicketKey`; the operation receives the key.
     """
     atomic_func = atomic_retrying_once(func)
 
     @functools.wraps(func)
-    def wrapper(*, event: Event, ticket_id: int, nfc_uid: str | None = None, **kwargs):
+    def wrapper(
+        *,
+        event: Event,
+        ticket_id: int | None = None,
+        key: TicketKey | None = None,
+        nfc_uid: str | None = None,
+        **kwargs,
+    ):
+        key = key or TicketKey.id(ticket_id)
+        nfc_uid = nfc_uid if nfc_uid is not None else key.nfc_uid  # bound already: recorded
         try:
-            return atomic_func(event=event, ticket_id=ticket_id, nfc_uid=nfc_uid, **kwargs)
+            return atomic_func(event=event, key=key, nfc_uid=nfc_uid, **kwargs)
         except IntegrityError as exc:
             if nfc_uid is None or not violates(exc, "nfc_uid"):
                 raise
-            ticket = ticket_for_output(event_id=event.pk, pk=ticket_id)
+            ticket = ticket_for_output(event_id=event.pk, **key.filters)
             raise DuplicateNfcUid(
                 f"NFC tag {nfc_uid} is bound to another ticket of this event.", ticket=ticket
             ) from None
@@ -89,48 +140,64 @@ def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
 
 
 def ticket_check_in_at_gate(
-    *, organizer_id: int, event_id: int, ticket_id: int, actor: Actor, **options: Unpack[GateInputs]
+    *, organizer_id: int, event_id: int, key: TicketKey, actor: Actor, **options: Unpack[GateInputs]
 ) -> GateResult:
-    """`ticket_check_in` for an event named by id: the API's check-in.
+    """`ticket_check_in` for an event named by id and a ticket by `key`: the API's check-in,
+    by id or by scanned code.
 
     On PostgreSQL a simple-mode admission without a tag to bind is first tried as one statement
     (`_admit`); anything it does not admit (a rejection, multiple mode) goes to
-    `ticket_check_in`, which decides and explains.
+    `ticket_check_in`, which decides and explains. When some webhook endpoint of the organizer
+    wants `ticket.checked_in`, the statement and the event share one transaction; when none
+    does (asked of the cache, usually), the statement runs alone, in autocommit.
 
     Raises: NotFound (event or ticket), and what `ticket_check_in` raises.
     """
     if options.get("nfc_uid") is None and transaction.get_connection().vendor == "postgresql":
-        ticket = _admit(
+        admit = functools.partial(
+            _admit,
             organizer_id=organizer_id,
             event_id=event_id,
-            ticket_id=ticket_id,
+            key=key,
             actor=actor,
             at=options.get("used_at") or timezone.now(),
             note=options.get("note", ""),
         )
+        if webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CHECKED_IN):
+            with transaction.atomic():
+                ticket = admit()
+                if ticket is not None:
+                    ticket_event_record(
+                        organizer_id=organizer_id, ticket=ticket, type=Type.TICKET_CHECKED_IN
+                    )
+        else:
+            ticket = admit()
         if ticket is not None:
             return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
     event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
-    return ticket_check_in(event=event, ticket_id=ticket_id, actor=actor, **options)
+    return ticket_check_in(event=event, key=key, actor=actor, **options)
 
 
 def _admit(
-    *, organizer_id: int, event_id: int, ticket_id: int, actor: Actor, at: datetime, note: str
+    *, organizer_id: int, event_id: int, key: TicketKey, actor: Actor, at: datetime, note: str
 ) -> Ticket | None:
     """Simple-mode check-in as one conditional UPDATE with its audit row; None if a rule or the
-    mode says no, or nothing matches.
+    mode says no, or nothing matches. The ticket is found by `key` in the statement itself,
+    through the event's unique index on that key.
 
     Of two gates scanning at once, the second waits for the first's row lock, finds the ticket
     used, updates nothing and falls through to the locked path, which says so. The statement
-    commits on its own; should the form answers then fail to load, the gate's retry gets
+    commits on its own unless the caller holds a transaction (for its webhook event); should
+    the form answers then fail to load, the gate's retry gets
     `ticket_already_used` with the ticket, as after any answer lost on the way.
     """
     connection = transaction.get_connection()
     with connection.cursor() as cursor:
         cursor.execute(
-            _admit_sql(),
+            _admit_sql(key.column),
             {
-                "ticket_id": ticket_id,
+                "key": key.value,
+                "nfc_uid": key.nfc_uid,
                 "event_id": event_id,
                 "organizer_id": organizer_id,
                 "at": at,
@@ -162,7 +229,9 @@ def _admit_columns() -> tuple[list[str], list[str]]:
 
 
 @functools.cache
-def _admit_sql() -> str:
+def _admit_sql(key_column: str = "id") -> str:
+    if key_column not in ("id", "reference_code", "nfc_uid"):
+        raise ValueError(f"not a unique key of a ticket in its event: {key_column}")
     ticket_columns, type_columns = _admit_columns()
     returning = ", ".join(f"t.{c}" for c in ticket_columns)
     ticket_type = ", ".join(f"tt.{c}" for c in type_columns)
@@ -172,7 +241,7 @@ def _admit_sql() -> str:
             UPDATE {Ticket._meta.db_table} AS t
             SET status = '{Ticket.Status.USED}', used_at = %(at)s, updated_at = %(now)s
             FROM {Event._meta.db_table} AS e, {Order._meta.db_table} AS o
-            WHERE t.id = %(ticket_id)s AND t.event_id = %(event_id)s
+            WHERE t.event_id = %(event_id)s AND t.{key_column} = %(key)s
               AND e.id = t.event_id AND e.organizer_id = %(organizer_id)s
               AND o.id = t.order_id
               AND {simple_check_in_sql()}
@@ -183,7 +252,7 @@ def _admit_sql() -> str:
                 nfc_uid, note, created_at
             )
             SELECT id, NULL, '{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s,
-                %(application_id)s, NULL, %(note)s, %(now)s
+                %(application_id)s, %(nfc_uid)s, %(note)s, %(now)s
             FROM admitted
         )
         SELECT {admitted}, {ticket_type}, EXISTS (
@@ -198,7 +267,7 @@ def _admit_sql() -> str:
 
 @_gate
 def ticket_check_in(
-    *, event: Event, ticket_id: int, actor: Actor, **inputs: Unpack[GateInputs]
+    *, event: Event, key: TicketKey, actor: Actor, **inputs: Unpack[GateInputs]
 ) -> GateResult:
     """Admit a ticket (simple mode) or record the requested check-in types (multiple mode).
 
@@ -214,7 +283,7 @@ def ticket_check_in(
     """
     check_in_type_ids, used_at = inputs.get("check_in_type_ids"), inputs.get("used_at")
     nfc_uid, note = inputs.get("nfc_uid"), inputs.get("note", "")
-    ticket = ticket_lock(event=event, pk=ticket_id)
+    ticket = ticket_lock(event=event, **key.filters)
     enforce(ADMISSIBLE, ticket, event)
     at = used_at or timezone.now()
     log = functools.partial(
@@ -228,6 +297,7 @@ def ticket_check_in(
         ticket.status, ticket.used_at = Ticket.Status.USED, at
         _save(ticket, [*changed, "status", "used_at"])
         log(at=at).save()
+        _publish(event, ticket, Type.TICKET_CHECKED_IN)
         return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
 
     if not check_in_type_ids:
@@ -262,12 +332,14 @@ def ticket_check_in(
             ticket.status, ticket.used_at = Ticket.Status.USED, earliest
             changed += ["status", "used_at"]
     _save(ticket, changed)
+    if admitted:
+        _publish(event, ticket, Type.TICKET_CHECKED_IN)
     return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
 
 
 @_gate
 def ticket_renew(
-    *, event: Event, ticket_id: int, actor: Actor, **inputs: Unpack[GateInputs]
+    *, event: Event, key: TicketKey, actor: Actor, **inputs: Unpack[GateInputs]
 ) -> GateResult:
     """Undo a check-in: the whole ticket (simple mode) or the requested types (default: all).
 
@@ -280,7 +352,7 @@ def ticket_renew(
     """
     check_in_type_ids, used_at = inputs.get("check_in_type_ids"), inputs.get("used_at")
     nfc_uid, note = inputs.get("nfc_uid"), inputs.get("note", "")
-    ticket = ticket_lock(event=event, pk=ticket_id)
+    ticket = ticket_lock(event=event, **key.filters)
     enforce(ADMISSIBLE, ticket, event)
     if ticket.status != Ticket.Status.USED:
         raise TicketNotUsed(f"Ticket {ticket.reference_code} is not checked in.", ticket=ticket)
@@ -293,6 +365,7 @@ def ticket_renew(
         ticket.status, ticket.used_at = Ticket.Status.ACTIVE, None
         _save(ticket, ["status", "used_at"])
         log().save()
+        _publish(event, ticket, Type.TICKET_RENEWED)
         return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
 
     types = check_in_types_for_ticket(ticket)
@@ -325,6 +398,8 @@ def ticket_renew(
     elif min(remaining) != ticket.used_at:
         ticket.used_at = min(remaining)
         _save(ticket, ["used_at"])
+    if renewed or not remaining:
+        _publish(event, ticket, Type.TICKET_RENEWED)
     return GateResult(ticket=ticket, check_in_results=[], renew_results=results)
 
 
@@ -351,6 +426,11 @@ def _log(ticket: Ticket, *, action: str, at: datetime, actor: Actor, nfc_uid, no
         nfc_uid=nfc_uid,
         note=note,
     )
+
+
+def _publish(event: Event, ticket: Ticket, type: Type) -> None:
+    """The webhook event of an admission or a renewal, in the gate's transaction."""
+    ticket_event_record(organizer_id=event.organizer_id, ticket=ticket, type=type)
 
 
 def _save(ticket: Ticket, changed: list[str]) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import phonenumbers
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from events.models import Event, TicketType
@@ -32,7 +32,9 @@ from ..exceptions import (
 )
 from ..models import Order, Ticket
 from ..selectors import ticket_for_output, with_form_answers
+from ..tasks import ticket_email_send
 from .common import Actor, violates
+from .publishing import Type, ticket_event_record
 
 # One logger for every ticket service, as operators (and the import command) know it.
 logger = logging.getLogger(__package__)
@@ -132,7 +134,8 @@ def ticket_create(
     nothing, also when it arrives while the first request is still committing: the unique
     constraint makes the late one fail, its transaction is rolled back (with its counter claim),
     and it answers with the winner's ticket. `via_api` tickets also count against `api_quota`.
-    Unless suppressed, the holder's email is queued for after commit.
+    In the same transaction: the `ticket.created` webhook event and, unless suppressed, the
+    holder's email task.
 
     Raises: InvalidParameters, NotFound (ticket type), DuplicateExternalId,
     DuplicateReferenceCode, EventNotActive, QuotaExceeded.
@@ -168,6 +171,7 @@ def ticket_create(
                 external_id=external_id,
                 reference_code=reference_code or reference_code_generate(),
                 via_api=via_api,
+                notify=not suppress_notifications,
             )
         except IntegrityError as exc:
             if external_id is not None and violates(exc, "external_id"):
@@ -183,8 +187,6 @@ def ticket_create(
                     ) from None
                 continue  # a generated code collided: draw another
             raise
-        if not suppress_notifications:
-            ticket_send_email(ticket_id=ticket.pk)
         logger.info(
             "ticket %s created by user=%s application=%s",
             ticket.pk,
@@ -204,8 +206,10 @@ def _ticket_insert(
     external_id: str | None,
     reference_code: str,
     via_api: bool,
+    notify: bool,
 ) -> Ticket:
-    """Claim a place, then insert the order and the ticket.
+    """Claim a place, then insert the order and the ticket, with its webhook event and (when
+    `notify`) its email task.
 
     Raises: QuotaExceeded, IntegrityError (external_id or reference_code taken).
     Locks: the ticket type row (the counter UPDATE) until commit.
@@ -241,25 +245,24 @@ def _ticket_insert(
         issued_via_api=via_api,
         registered_at=now,
     )
-    return with_form_answers(ticket, has_answers=False)
+    ticket = with_form_answers(ticket, has_answers=False)
+    ticket_event_record(organizer_id=event.organizer_id, ticket=ticket, type=Type.TICKET_CREATED)
+    if notify:
+        ticket_send_email(ticket_id=ticket.pk)
+    return ticket
 
 
 def ticket_send_email(*, ticket_id: int) -> None:
-    """Queue the holder's ticket email for after the current transaction commits.
+    """Enqueue the holder's ticket email, in the current transaction if there is one.
 
-    Receives an id, not an instance: the sender reads the committed row. A failure to send is
-    logged and does not undo the ticket.
+    A worker sends it (`tickets.tasks`), retrying while the mail server fails; a failure to
+    send never undoes the ticket.
     """
-    from ..notifications import ticket_email_send
-
-    def send() -> None:
-        ticket_email_send(ticket_id=ticket_id)
-
-    transaction.on_commit(send, robust=True)
+    ticket_email_send.enqueue(ticket_id)
 
 
 def ticket_email_resend(*, ticket: Ticket) -> None:
-    """Send the holder their ticket again, after commit.
+    """Send the holder their ticket again (a task; see `ticket_send_email`).
 
     Raises: TicketRevoked (a revoked ticket admits no one), InvalidParameters (no email).
     """

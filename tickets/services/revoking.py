@@ -18,6 +18,7 @@ from ..exceptions import TicketAlreadyUsed, TicketRevoked
 from ..models import Order, Ticket
 from ..selectors import with_form_answers
 from .common import Actor, iso, ticket_lock
+from .publishing import Type, order_cancelled_record, ticket_event_record
 
 # One logger for every ticket service, as operators know it.
 logger = logging.getLogger(__package__)
@@ -58,7 +59,7 @@ def ticket_revoke(
     """Revoke (invalidate) a ticket of the event, found by id or reference code, freeing its place.
 
     `reason` becomes `revoke_note` (null when empty). Revoked is final; a used ticket must be
-    renewed first.
+    renewed first. Records `ticket.revoked` in the same transaction.
 
     Raises: InvalidParameters (neither id nor code), NotFound, TicketRevoked, TicketAlreadyUsed.
     Locks: the ticket row, then its ticket type row, until commit.
@@ -83,6 +84,7 @@ def ticket_revoke(
             ticket=ticket,
         )
     tickets_revoke_locked(tickets=[ticket], note=reason.strip() or None)
+    ticket_event_record(organizer_id=event.organizer_id, ticket=ticket, type=Type.TICKET_REVOKED)
     logger.info(
         "ticket %s revoked by user=%s application=%s",
         ticket.pk,
@@ -97,12 +99,18 @@ def order_cancel(*, order_id: int, actor: Actor) -> Order:
     """Cancel an order: its tickets are revoked and their places freed (CONTRACT §8).
 
     Cancelling a cancelled order changes nothing and returns it. A used ticket must be renewed
-    first (as for revoking it alone), and then nothing is changed.
+    first (as for revoking it alone), and then nothing is changed. Records `order.cancelled`,
+    then `ticket.revoked` for each ticket it revoked, in the same transaction.
 
     Raises: NotFound, TicketAlreadyUsed (with that ticket).
     Locks: the order row, then its tickets in id order, then their ticket types in id order.
     """
-    order = Order.objects.select_for_update(of=("self",)).filter(pk=order_id).first()
+    order = (
+        Order.objects.select_for_update(of=("self",))
+        .select_related("event")
+        .filter(pk=order_id)
+        .first()
+    )
     if order is None:
         raise NotFound("Order not found.")
     if order.status == Order.Status.CANCELLED:
@@ -120,13 +128,12 @@ def order_cancel(*, order_id: int, actor: Actor) -> Order:
             "cancelling the order.",
             ticket=with_form_answers(used),
         )
-    tickets_revoke_locked(
-        tickets=[t for t in tickets if t.status != Ticket.Status.REVOKED],
-        note=f"Order #{order.pk} cancelled.",
-    )
+    revoked = [t for t in tickets if t.status != Ticket.Status.REVOKED]
+    tickets_revoke_locked(tickets=revoked, note=f"Order #{order.pk} cancelled.")
     order.status = Order.Status.CANCELLED
     order.cancelled_at = timezone.now()
     order.save(update_fields=["status", "cancelled_at", "updated_at"])
+    order_cancelled_record(organizer_id=order.event.organizer_id, order=order, revoked=revoked)
     logger.info(
         "order %s cancelled by user=%s application=%s",
         order.pk,

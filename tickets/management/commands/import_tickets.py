@@ -190,7 +190,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--notify",
             action="store_true",
-            help="Email each new ticket to its holder (default: no emails for imports).",
+            help="Email each new ticket to its holder, through the task workers (default: none).",
         )
         parser.add_argument(
             "--encoding", default="utf-8-sig", help="File encoding (default UTF-8, BOM allowed)."
