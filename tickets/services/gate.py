@@ -149,7 +149,7 @@ def ticket_check_in_at_gate(
     (`_admit`); anything it does not admit (a rejection, multiple mode) goes to
     `ticket_check_in`, which decides and explains. When some webhook endpoint of the organizer
     wants `ticket.checked_in`, the statement and the event share one transaction; when none
-    does (asked of the cache, usually), the statement runs alone, in autocommit.
+    does (known to the process, usually), the statement runs alone, in autocommit.
 
     Raises: NotFound (event or ticket), and what `ticket_check_in` raises.
     """
