@@ -9,7 +9,8 @@ from rest_framework.views import APIView
 
 from ticketing.urls import urlpatterns as api_urlpatterns
 from tickets.services.common import Actor
-from tickets.services.gate import TicketKey, _admit
+from tickets.services.gate import _admit
+from tickets.services.scans import TicketKey
 
 
 class _Bare(APIView):

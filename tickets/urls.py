@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import user_views, views
 
 _EVENT = "organizers/<int:organizer_id>/events/<int:event_id>"
 
@@ -41,11 +41,13 @@ urlpatterns = [
     ),
     path(
         "organizers/<int:organizer_id>/tickets",
-        views.UserTicketsView.as_view(),
+        user_views.UserTicketsView.as_view(),
         name="user-tickets",
     ),
     path(
-        "organizers/<int:organizer_id>/orders", views.UserOrdersView.as_view(), name="user-orders"
+        "organizers/<int:organizer_id>/orders",
+        user_views.UserOrdersView.as_view(),
+        name="user-orders",
     ),
-    path("tickets/search", views.TicketSearchView.as_view(), name="ticket-search"),
+    path("tickets/search", user_views.TicketSearchView.as_view(), name="ticket-search"),
 ]

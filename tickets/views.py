@@ -1,5 +1,6 @@
-"""The ticket endpoints: an event's tickets (list, search, creation), the gate's check-in, renew
-and invalidate (CONTRACT §5, §7), the user's tickets and orders, and the global search.
+"""The ticket endpoints of an organizer's event: its tickets (list, search, creation) and the
+gate's check-in, renew and invalidate, by id or by scanned code (CONTRACT §5, §7). The user's
+own tickets and orders and the global search are in `user_views.py`.
 
 Views parse, call one selector or service and render. Rejections are the services' exceptions,
 rendered by the API exception handler; a gate rejection already carries the ticket.
@@ -14,8 +15,6 @@ from events.selectors import event_get_for_organizer
 from organizers.permissions import (
     OrganizerResource,
     OrganizerUserResource,
-    TicketSearchAccess,
-    UserOrganizerResource,
 )
 from ticketing.api.caller import caller_of
 from ticketing.api.exceptions import (
@@ -38,7 +37,7 @@ from .exceptions import (
     TicketNotUsed,
     TicketRevoked,
 )
-from .filters import EventTicketFilter, UserOrderFilter, UserTicketFilter
+from .filters import EventTicketFilter
 from .inputs import (
     BODY_TYPES,
     SEARCH_KEYS,
@@ -49,20 +48,15 @@ from .inputs import (
     TicketCreateInputSerializer,
     TicketInvalidateInputSerializer,
     TicketKeyParams,
-    TicketSearchParams,
 )
-from .models import Order, Ticket
+from .models import Ticket
 from .rules import ADMISSIBLE, SIMPLE_CHECK_IN
 from .selectors import (
     event_ticket_find,
     event_tickets,
-    ticket_find_for_caller,
-    user_orders_for_organizer,
-    user_tickets_for_organizer,
 )
 from .serializers import (
     GateResultSerializer,
-    OrderSerializer,
     TicketCreateResultSerializer,
     TicketResponseSerializer,
     TicketResultSerializer,
@@ -70,9 +64,10 @@ from .serializers import (
     TypeResultSerializer,
 )
 from .services.common import Actor
-from .services.gate import TicketKey, ticket_check_in_at_gate, ticket_renew
+from .services.gate import ticket_check_in_at_gate, ticket_renew
 from .services.issuing import ticket_create
 from .services.revoking import ticket_revoke
+from .services.scans import TicketKey
 
 
 def actor_of(request) -> Actor:
@@ -384,58 +379,3 @@ class TicketInvalidateView(APIView):
         data = _validated(TicketInvalidateInputSerializer, request)
         ticket = ticket_revoke(event=event, actor=actor_of(request), **data)
         return Response({"success": True, "ticket": TicketSerializer(ticket).data})
-
-
-# --- The user's own, and the global search ------------------------------------------------------
-
-
-@extend_schema(tags=["Tickets"], summary="List the user's tickets of an organizer")
-class UserTicketsView(generics.ListAPIView):
-    """The caller's own tickets (CONTRACT §8) for the organizer's events."""
-
-    permission_classes = [UserOrganizerResource]
-    serializer_class = TicketSerializer
-    filter_backends = [ApiFilterBackend]
-    filterset_class = UserTicketFilter
-    items_key = "tickets"
-    queryset = Ticket.objects.none()
-
-    def get_queryset(self):
-        return user_tickets_for_organizer(
-            user=caller_of(self.request).user, organizer_id=self.request.organizer_id
-        )
-
-
-@extend_schema(tags=["Orders"], summary="List the user's orders of an organizer")
-class UserOrdersView(generics.ListAPIView):
-    """The caller's own orders (CONTRACT §8) for the organizer's events."""
-
-    permission_classes = [UserOrganizerResource]
-    serializer_class = OrderSerializer
-    filter_backends = [ApiFilterBackend]
-    filterset_class = UserOrderFilter
-    items_key = "orders"
-    queryset = Order.objects.none()
-
-    def get_queryset(self):
-        return user_orders_for_organizer(
-            user=caller_of(self.request).user, organizer_id=self.request.organizer_id
-        )
-
-
-@extend_schema(
-    tags=["Tickets"],
-    summary="Find a ticket by event and reference code",
-    parameters=[TicketSearchParams],
-    responses=TicketResponseSerializer,
-)
-class TicketSearchView(APIView):
-    """The user's own ticket, or with organizer rights any ticket of the caller's organizers."""
-
-    permission_classes = [TicketSearchAccess]
-
-    def get(self, request):
-        params = TicketSearchParams(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        ticket = ticket_find_for_caller(caller=caller_of(request), **params.validated_data)
-        return Response(TicketResponseSerializer({"ticket": ticket}).data)

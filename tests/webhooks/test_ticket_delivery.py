@@ -22,8 +22,9 @@ from tests.factories import (
 from tests.support import TokenClient, mint_token
 from tickets.models import Ticket
 from tickets.services.common import Actor
-from tickets.services.gate import TicketKey, ticket_check_in_at_gate
+from tickets.services.gate import ticket_check_in_at_gate
 from tickets.services.issuing import ticket_create
+from tickets.services.scans import TicketKey
 from webhooks.models import WebhookDelivery
 
 from .helpers import endpoint_for, wait_for

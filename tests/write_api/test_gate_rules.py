@@ -21,6 +21,7 @@ from tickets.models import Order, Ticket
 from tickets.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE
 from tickets.services import gate
 from tickets.services.common import Actor, ticket_lock
+from tickets.services.scans import TicketKey
 
 from .helpers import db_state
 
@@ -66,7 +67,7 @@ def _admit(ticket):
     return gate._admit(
         organizer_id=ticket.event.organizer_id,
         event_id=ticket.event_id,
-        key=gate.TicketKey.id(ticket.pk),
+        key=TicketKey.id(ticket.pk),
         actor=Actor(),
         at=timezone.now(),
         note="",

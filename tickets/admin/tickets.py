@@ -16,9 +16,10 @@ from ticketing.api.fields import INT32_MAX
 from ..exceptions import TicketAlreadyUsed
 from ..models import Ticket
 from ..services.common import Actor
-from ..services.gate import GateResult, TypeResult, ticket_check_in, ticket_renew
+from ..services.gate import ticket_check_in, ticket_renew
 from ..services.issuing import ticket_email_resend
 from ..services.revoking import ticket_revoke
+from ..services.scans import GateResult, TypeResult
 from .forms import (
     CheckInLogInline,
     RevokeForm,
