@@ -35,3 +35,11 @@ def reference_code_validate(raw: str) -> str:
 
 def reference_code_generate() -> str:
     return "".join(secrets.choice(REFERENCE_CODE_ALPHABET) for _ in range(REFERENCE_CODE_LENGTH))
+
+
+# 32 URL-safe characters (192 bits): the ticket page's address, which only the holder is sent.
+PAGE_TOKEN_BYTES = 24
+
+
+def page_token_generate() -> str:
+    return secrets.token_urlsafe(PAGE_TOKEN_BYTES)

@@ -5,6 +5,8 @@ from django.db.models import Q
 from django.db.models.functions import Lower, Upper
 from django.utils import formats, timezone
 
+from tickets.codes import page_token_generate
+
 
 class Order(models.Model):
     """A purchase: one buyer's tickets of one event. Check-in admits a ticket only if its order
@@ -131,6 +133,10 @@ class Ticket(models.Model):
     revoke_note = models.TextField(blank=True, null=True)
     used_at = models.DateTimeField(blank=True, null=True)
     registered_at = models.DateTimeField(blank=True, null=True)
+    # The ticket page's address (CONTRACT §14): not the reference code, and replaced to revoke it.
+    page_token = models.CharField(
+        max_length=43, unique=True, default=page_token_generate, editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -41,6 +41,7 @@ def _clone(model, template_id: int, count: int, **expressions: str) -> None:
     from `g` (1..count): a realistic table in a second, where the ORM would take a minute."""
     table = model._meta.db_table
     columns = [f.column for f in model._meta.concrete_fields if not f.primary_key]
+    expressions.setdefault("page_token", "md5(random()::text || g::text)")  # unique per row
     values = [expressions.get(c, c) for c in columns]
     with connection.cursor() as cursor:
         cursor.execute(

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
 from organizers.models import Organizer
+from tickets.codes import page_token_generate
 from tickets.models import Order, Ticket
 
 CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0 O 1 I (CONTRACT §7)
@@ -194,6 +195,7 @@ class Command(BaseCommand):
                     "email": f"holder{i}@load.example.com",
                     "phone": f"+6689{i % 10_000_000:07d}",
                     "reference_code": codes[i],
+                    "page_token": page_token_generate(),
                     "external_id": None,
                     "nfc_uid": None,
                     "issued_via_api": False,
