@@ -11,9 +11,10 @@ In a database of its own, against gunicorn with the production settings (as
 
 1. Check-in throughput with no webhook endpoint and with 3 endpoints of the organizer
    registered, alternately in one run (target: within 10%). No worker runs meanwhile: this is
-   the request's own cost (the event and its deliveries are rows of the check-in's transaction).
-2. One `manage.py run_worker` delivering every delivery those check-ins recorded to a receiver
-   on 127.0.0.1 (target: ≥ 200 requests/s).
+   the request's own cost (the event and the task that dispatches it are rows of the
+   check-in's transaction).
+2. One `manage.py run_worker` delivering every event those check-ins recorded to the 3
+   endpoints, a receiver on 127.0.0.1 (target: ≥ 200 requests/s).
 3. Ticket creation p99 with an SMTP server that accepts connections and never answers versus
    the file email backend (target: within 10%): the email is a task, never sent in the request.
 """

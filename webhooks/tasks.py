@@ -5,14 +5,19 @@ Tasks take ids, never instances, and call the services, which hold the rules.
 
 from django_tasks import task
 
-from . import services
+from . import delivering
+
+
+@task()
+def webhook_event_dispatch(event_id: str) -> None:
+    delivering.webhook_event_dispatch(event_id=event_id)
 
 
 @task()
 def webhook_deliver(delivery_id: int) -> None:
-    services.webhook_delivery_attempt(delivery_id=delivery_id)
+    delivering.webhook_delivery_attempt(delivery_id=delivery_id)
 
 
 @task()
 def webhook_endpoint_disabled_email(endpoint_id: int) -> None:
-    services.webhook_endpoint_disabled_notify(endpoint_id=endpoint_id)
+    delivering.webhook_endpoint_disabled_notify(endpoint_id=endpoint_id)

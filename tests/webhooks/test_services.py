@@ -9,13 +9,14 @@ from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
 from tests.factories import MembershipFactory, OrganizerFactory, UserFactory, WebhookEndpointFactory
-from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from webhooks.services import (
+from webhooks.delivering import (
     retry_delay,
     webhook_delivery_attempt,
     webhook_endpoint_disabled_notify,
-    webhook_event_record,
+    webhook_event_dispatch,
 )
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from webhooks.services import webhook_event_record, webhook_wants
 
 from .helpers import endpoint_for
 
@@ -28,14 +29,13 @@ def _iso(value) -> str:
     return timezone.localtime(value).isoformat()
 
 
-def test_event_record_writes_one_delivery_and_task_per_subscribed_endpoint(organizer):
-    everything = WebhookEndpointFactory(organizer=organizer)
-    check_ins = WebhookEndpointFactory(organizer=organizer, event_types=["ticket.checked_in"])
-    WebhookEndpointFactory(organizer=organizer, event_types=["ticket.revoked"])
-    WebhookEndpointFactory(organizer=organizer, is_active=False)
-    WebhookEndpointFactory(organizer=OrganizerFactory())
+def test_event_record_writes_the_event_and_one_dispatch_task_whatever_the_endpoints(
+    organizer, django_assert_num_queries
+):
+    WebhookEndpointFactory.create_batch(3, organizer=organizer)
+    webhook_wants(organizer_id=organizer.id, type="ticket.checked_in")  # as the gate asks first
 
-    with transaction.atomic():
+    with transaction.atomic(), django_assert_num_queries(2):  # the event, its task
         event = webhook_event_record(
             organizer_id=organizer.id, event_id=12, type="ticket.checked_in", data=TICKET
         )
@@ -50,14 +50,36 @@ def test_event_record_writes_one_delivery_and_task_per_subscribed_endpoint(organ
         "data": TICKET,
     }
     assert event.id.startswith("evt_") and len(event.id) == 36
+    task = DBTaskResult.objects.get()
+    assert task.task_path == "webhooks.tasks.webhook_event_dispatch"
+    assert task.args_kwargs == {"args": [event.id], "kwargs": {}}
+    assert not WebhookDelivery.objects.exists()
+
+
+def test_dispatch_sends_to_each_active_endpoint_subscribed_once(organizer, receiver, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    everything, _ = endpoint_for(receiver, organizer)
+    check_ins, _ = endpoint_for(receiver, organizer, event_types=["ticket.checked_in"])
+    endpoint_for(receiver, organizer, event_types=["ticket.revoked"])
+    inactive, _ = endpoint_for(receiver, organizer)
+    WebhookEndpoint.objects.filter(pk=inactive.pk).update(is_active=False)
+    endpoint_for(receiver, OrganizerFactory())
+    with transaction.atomic():
+        event = webhook_event_record(
+            organizer_id=organizer.id, event_id=12, type="ticket.checked_in", data=TICKET
+        )
+
+    webhook_event_dispatch(event_id=event.id)
+    webhook_event_dispatch(event_id=event.id)  # a task run twice sends nothing more
+
+    assert receiver.ids() == {event.id: 2}
+    assert [b["data"] for b in receiver.bodies()] == [TICKET, TICKET]
     deliveries = WebhookDelivery.objects.order_by("endpoint_id")
     assert [(d.endpoint_id, d.status, d.attempt_count) for d in deliveries] == [
-        (everything.id, "pending", 0),
-        (check_ins.id, "pending", 0),
+        (everything.id, "delivered", 1),
+        (check_ins.id, "delivered", 1),
     ]
-    assert sorted(t.args_kwargs["args"][0] for t in DBTaskResult.objects.all()) == [
-        d.id for d in deliveries
-    ]
+    assert WebhookAttempt.objects.filter(status_code=200).count() == 2
 
 
 def test_event_record_without_endpoints_costs_one_query_and_builds_nothing(
@@ -105,9 +127,12 @@ def _failing_delivery(organizer, receiver, **delivery_fields):
     receiver.statuses = [503] * 5
     endpoint, _ = endpoint_for(receiver, organizer)
     with transaction.atomic():
-        webhook_event_record(organizer_id=organizer.id, event_id=1, type="ticket.created", data={})
-    delivery = WebhookDelivery.objects.get()
-    WebhookDelivery.objects.filter(pk=delivery.pk).update(**delivery_fields)
+        event = webhook_event_record(
+            organizer_id=organizer.id, event_id=1, type="ticket.created", data={}
+        )
+    delivery = WebhookDelivery.objects.create(
+        event=event, endpoint=endpoint, **{"pending_since": event.created_at, **delivery_fields}
+    )
     return endpoint, delivery
 
 

@@ -11,8 +11,9 @@ from django.conf import settings as django_settings
 from tests.factories import MembershipFactory, UserFactory
 from tests.support import TokenClient, mint_token
 from webhooks import network
+from webhooks.delivering import webhook_delivery_attempt
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from webhooks.services import webhook_delivery_attempt, webhook_endpoint_ping
+from webhooks.services import webhook_endpoint_ping
 
 from .helpers import endpoint_for
 
