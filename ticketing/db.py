@@ -2,10 +2,11 @@
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-from django.db import OperationalError, transaction
+from django.db import DEFAULT_DB_ALIAS, OperationalError, connections, transaction
 
 logger = logging.getLogger(__name__)
 
@@ -48,3 +49,26 @@ def atomic_retrying_once(func: Callable[P, R]) -> Callable[P, R]:
                 may_retry = False
 
     return wrapper
+
+
+@contextmanager
+def planned_for_their_values(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
+    """Statements run inside are not prepared, so PostgreSQL plans each for its values.
+
+    The settings prepare every statement run twice on a connection, and after five runs
+    PostgreSQL may keep one generic plan for all values. For `col LIKE $1` that plan cannot
+    know the pattern: it reads every ticket of the event (40 ms at 20,000) where the pattern's
+    own plan finds the few matches on the trigram index (1 ms).
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    driver_connection = connection.connection
+    threshold = driver_connection.prepare_threshold
+    driver_connection.prepare_threshold = None  # psycopg: neither prepare nor use prepared
+    try:
+        yield
+    finally:
+        driver_connection.prepare_threshold = threshold

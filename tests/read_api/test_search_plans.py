@@ -224,3 +224,25 @@ def test_member_of_another_organizer_does_not_see_the_ticket(application, other_
         {"event_id": crowd.event_id, "reference_code": crowd.reference_code},
     )
     assert response.status_code == 404
+
+
+def _prepared_statements() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_a_search_is_never_prepared_so_it_is_planned_for_its_pattern(
+    app_client, tickets_url, events_url, event, ticket_type
+):
+    """A prepared statement's generic plan cannot see a LIKE pattern (see
+    `ticketing.db.planned_for_their_values`); the other lists stay prepared."""
+    TicketFactory(event=event, ticket_type=ticket_type, lastname=RARE_NAME)
+    for _ in range(6):  # well past the settings' prepare threshold (2)
+        assert app_client.get(tickets_url, {"q": RARE_NAME.lower()}).json()["total"] == 1
+        assert app_client.get(events_url, {"q": "zzz-nothing"}).json()["total"] == 0
+        assert app_client.get(tickets_url, {"status": "active"}).json()["total"] == 1
+
+    prepared = _prepared_statements()
+    assert any('FROM "tickets_ticket"' in sql for sql in prepared)  # the plain list
+    assert not [sql for sql in prepared if "LIKE" in sql]

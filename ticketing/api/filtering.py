@@ -336,6 +336,16 @@ class ApiFilterSet(filters.FilterSet):
             self.form.add_error(name, "Must not be empty: leave the parameter out instead.")
         return valid and not blank
 
+    @property
+    def searches_text(self) -> bool:
+        """Whether a valid filter's value makes the list a contains-search (see
+        `order_queryset`, and `PagePagination`, which has it planned for its pattern)."""
+        data = self.form.cleaned_data
+        return any(
+            isinstance(f, ApiFilter) and f.searches_text(data.get(name))
+            for name, f in self.filters.items()
+        )
+
     def filter_queryset(self, queryset):
         queryset = super().filter_queryset(queryset)
         data = self.form.cleaned_data
@@ -343,17 +353,20 @@ class ApiFilterSet(filters.FilterSet):
             queryset,
             order_by=data.get("order_by") or DEFAULT_ORDER_BY,
             descending=data.get("order") == "desc",
-            after_search=any(
-                isinstance(f, ApiFilter) and f.searches_text(data.get(name))
-                for name, f in self.filters.items()
-            ),
+            after_search=self.searches_text,
         )
 
 
 class ApiFilterBackend(filters.DjangoFilterBackend):
-    """django-filter's backend; invalid parameters raise a DRF `ValidationError` (400)."""
+    """django-filter's backend; invalid parameters raise a DRF `ValidationError` (400).
+
+    The view keeps its filterset (`view.filterset`) for the paginator to read."""
 
     raise_exception = True
+
+    def get_filterset(self, request, queryset, view):
+        view.filterset = super().get_filterset(request, queryset, view)
+        return view.filterset
 
 
 class ApiFilterBackendExtension(OpenApiFilterExtension):
