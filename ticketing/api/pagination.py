@@ -34,7 +34,8 @@ def _positive_int(request, name: str, default: int, maximum: int) -> int:
 
 
 class PagePagination(BasePagination):
-    """Counts with one query and reads one page with another, whatever the page size.
+    """Reads one page with one query and counts with another, whatever the page size; the
+    last page (shorter than `per_page`, and not past the end) needs no count.
 
     The count reads the list's index only (an event's tickets: `(event_id, ...)`, no table
     rows). A page after the first finds its keys the same way, skipping `offset` index entries,
@@ -54,16 +55,17 @@ class PagePagination(BasePagination):
         self.items_key = getattr(view, "items_key", "results")
         filterset = getattr(view, "filterset", None)
         searching = filterset is not None and filterset.is_valid() and filterset.searches_text
+        offset = (self.page_number - 1) * self.per_page
         with planned_for_their_values(queryset.db) if searching else nullcontext():
-            self.total = queryset.count()
-            offset = (self.page_number - 1) * self.per_page
-            if offset >= self.total and offset:
-                items = []
-            elif offset == 0:
+            if offset == 0:
                 items = list(queryset[: self.per_page])
             else:
                 keys = queryset.values("pk")[offset : offset + self.per_page]
                 items = list(queryset.filter(pk__in=keys))
+            if len(items) < self.per_page and (items or offset == 0):
+                self.total = offset + len(items)  # the last page: no count needed
+            else:
+                self.total = queryset.count()
         self.count = len(items)
         return items
 
