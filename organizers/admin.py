@@ -27,7 +27,7 @@ class OrganizerAdmin(OrganizerScopedAdmin):
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    fields = ["name", "slug", "description", "avatar"]
+    fields = ["name", "slug", "description", "avatar", "email_language"]
     inlines = [MembershipInline]
 
     def has_add_permission(self, request):

@@ -5,11 +5,24 @@ from django.db import models
 class Organizer(models.Model):
     """A company or person that runs events and sells their tickets."""
 
+    class EmailLanguage(models.TextChoices):
+        """What the emails to ticket holders are written in (CONTRACT §14)."""
+
+        THAI_ENGLISH = "th+en", "Thai, with English below"
+        THAI = "th", "Thai"
+        ENGLISH = "en", "English"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=80, unique=True)
     description = models.TextField(blank=True)
     avatar = models.ImageField(upload_to="organizers/", blank=True, null=True)
     avatar_resized = models.ImageField(upload_to="organizers/resized/", blank=True, null=True)
+    email_language = models.CharField(
+        max_length=8,
+        choices=EmailLanguage.choices,
+        default=EmailLanguage.THAI_ENGLISH,
+        help_text="The language of the ticket emails sent to holders.",
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="organizers"
     )

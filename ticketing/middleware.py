@@ -12,8 +12,11 @@ import re
 import time
 import uuid
 
+from django.conf import settings
 from django.core.signals import request_finished
 from django.dispatch import receiver
+from django.middleware.locale import LocaleMiddleware
+from django.utils import translation
 
 from ticketing.logging import scrub_url
 
@@ -109,3 +112,24 @@ class ApiNoStoreMiddleware:
         if request.path.startswith("/api/public/") and not response.has_header("Cache-Control"):
             response["Cache-Control"] = "no-store"
         return response
+
+
+class SiteLocaleMiddleware(LocaleMiddleware):
+    """Django's `LocaleMiddleware` for the pages (the ticket page, the admin, sign-in); the API
+    answers in `LANGUAGE_CODE` whatever the client's Accept-Language.
+
+    The API's messages are part of its contract (CONTRACT §2): clients log them, tests and
+    support compare them, and a gate's tablet set to Thai must not change them.
+    """
+
+    def process_request(self, request):
+        if request.path_info.startswith("/api/"):
+            translation.activate(settings.LANGUAGE_CODE)
+            request.LANGUAGE_CODE = translation.get_language()
+            return
+        super().process_request(request)
+
+    def process_response(self, request, response):
+        if request.path_info.startswith("/api/"):
+            return response
+        return super().process_response(request, response)

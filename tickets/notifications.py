@@ -1,27 +1,88 @@
-"""The holder's ticket email: text and HTML, through Django's email framework.
+"""The holder's ticket email (CONTRACT §14): text and HTML, the QR code inline, a calendar file.
 
 Run by the task `tickets.tasks.ticket_email_send` with an id, so it reads the committed ticket;
 the task is enqueued in the issuing transaction and never runs for a creation that rolled back.
+
+The QR code is a PNG part of a `multipart/related` body, shown by `<img src="cid:...">`: mail
+clients display that, while many block `data:` images. The message is
+`mixed[related[alternative[text, html], qr.png], ticket.ics]`. The organizer's
+`email_language` picks the languages; with two, each text follows the other in one message.
 """
 
 import logging
+from email.mime.image import MIMEImage
+from email.mime.text import MIMEText
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
+from django.core.mail.message import SafeMIMEMultipart
 from django.template.loader import render_to_string
-from django.utils import timezone
+from django.utils import timezone, translation
 
+from organizers.models import Organizer
+
+from .calendar import ticket_ics
 from .models import Ticket
+from .qr import qr_png
+from .services.pages import ticket_page_url
 
 logger = logging.getLogger(__name__)
 
+EMAIL_LANGUAGES = {
+    Organizer.EmailLanguage.THAI_ENGLISH: ("th", "en"),
+    Organizer.EmailLanguage.THAI: ("th",),
+    Organizer.EmailLanguage.ENGLISH: ("en",),
+}
+TEXT_SEPARATOR = "\n" + "-" * 40 + "\n\n"
 
-def ticket_email_send(*, ticket_id: int) -> None:
-    """Send the ticket to its holder. A ticket gone or without email is skipped, not an error."""
-    ticket = Ticket.objects.select_related("event", "ticket_type").filter(pk=ticket_id).first()
-    if ticket is None or not ticket.email:
-        logger.warning("ticket email skipped: ticket %s missing or without email", ticket_id)
-        return
+
+class RelatedEmail(EmailMultiAlternatives):
+    """An email whose HTML shows parts of its own (`related`, each with a Content-ID).
+
+    Django builds `mixed[alternative, attachments]`; this wraps the alternative in a
+    `multipart/related` with the inline parts, through the builder's `_create_message` hook
+    (Django 5.2; `tests/attendee/test_email.py` checks the resulting structure).
+    """
+
+    def __init__(self, *args, related: list[MIMEImage], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.related = related
+
+    def _create_message(self, msg):
+        body = self._create_alternatives(msg)
+        if self.related:
+            wrapper = SafeMIMEMultipart(
+                _subtype="related", encoding=self.encoding or settings.DEFAULT_CHARSET
+            )
+            wrapper.attach(body)
+            for part in self.related:
+                wrapper.attach(part)
+            body = wrapper
+        return self._create_attachments(body)
+
+
+def ticket_qr_content_id(ticket: Ticket) -> str:
+    """Globally unique, as RFC 2392 asks: the ticket and the site's host."""
+    return f"qr-{ticket.pk}@{urlsplit(settings.SITE_URL).hostname or 'localhost'}"
+
+
+def _qr_part(ticket: Ticket) -> MIMEImage:
+    part = MIMEImage(qr_png(ticket.reference_code), "png")
+    part.add_header("Content-ID", f"<{ticket_qr_content_id(ticket)}>")
+    part.add_header("Content-Disposition", "inline", filename=f"{ticket.reference_code}.png")
+    return part
+
+
+def _ics_part(ticket: Ticket) -> MIMEText:
+    part = MIMEText(ticket_ics(ticket).decode(), "calendar", "utf-8")
+    part.set_param("method", "PUBLISH")
+    part.add_header("Content-Disposition", "attachment", filename=f"{ticket.reference_code}.ics")
+    return part
+
+
+def _render(ticket: Ticket, languages: tuple[str, ...]) -> tuple[str, str, str]:
+    """Subject, text and HTML: one section per language, in the order given."""
     event = ticket.event
     context = {
         "ticket": ticket,
@@ -33,14 +94,50 @@ def ticket_email_send(*, ticket_id: int) -> None:
         "end_at": timezone.localtime(event.end_at),
         "place": event.display_location_name,
         "time_zone": timezone.get_current_timezone_name(),
+        "ticket_url": ticket_page_url(ticket),
     }
-    subject = render_to_string("tickets/email/ticket_subject.txt", context).strip()
-    message = EmailMultiAlternatives(
-        subject=" ".join(subject.split()),  # a header must be one line
-        body=render_to_string("tickets/email/ticket.txt", context),
+    subjects, texts, sections = [], [], []
+    for language in languages:
+        with translation.override(language):
+            context["language"] = language
+            subject = render_to_string("tickets/email/ticket_subject.txt", context)
+            subjects.append(" ".join(subject.split()))  # a header is one line
+            texts.append(render_to_string("tickets/email/ticket.txt", context).strip() + "\n")
+            sections.append(render_to_string("tickets/email/ticket_section.html", context))
+    subject = " / ".join(subjects)
+    html = render_to_string(
+        "tickets/email/ticket.html",
+        {
+            **context,
+            "language": languages[0],
+            "subject": subject,
+            "sections": sections,
+            "qr_cid": ticket_qr_content_id(ticket),
+        },
+    )
+    return subject, TEXT_SEPARATOR.join(texts), html
+
+
+def ticket_email_send(*, ticket_id: int) -> None:
+    """Send the ticket to its holder. A ticket gone or without email is skipped, not an error."""
+    ticket = (
+        Ticket.objects.select_related("event__organizer", "ticket_type")
+        .filter(pk=ticket_id)
+        .first()
+    )
+    if ticket is None or not ticket.email:
+        logger.warning("ticket email skipped: ticket %s missing or without email", ticket_id)
+        return
+    languages = EMAIL_LANGUAGES.get(ticket.event.organizer.email_language, ("th", "en"))
+    subject, text, html = _render(ticket, languages)
+    message = RelatedEmail(
+        subject=subject,
+        body=text,
         from_email=settings.DEFAULT_FROM_EMAIL,
         to=[ticket.email],
+        related=[_qr_part(ticket)],
     )
-    message.attach_alternative(render_to_string("tickets/email/ticket.html", context), "text/html")
+    message.attach_alternative(html, "text/html")
+    message.attach(_ics_part(ticket))
     message.send()
     logger.info("ticket email sent for ticket %s", ticket_id)

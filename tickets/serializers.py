@@ -7,6 +7,7 @@ from events.pricing import price_label, satangs_to_decimal_string
 from ticketing.api.fields import BlankAsNullCharField, Int32Field, SuccessField
 
 from .models import Order, Ticket
+from .services.pages import ticket_page_url
 
 
 class FormAnswerSerializer(serializers.Serializer):
@@ -51,6 +52,9 @@ class TicketSerializer(serializers.ModelSerializer):
     ticket_type = NestedTicketTypeSerializer()
     price_label = serializers.SerializerMethodField()
     forms = FormAnswerSerializer(source="form_answers", many=True)
+    ticket_url = serializers.SerializerMethodField(
+        help_text="The holder's ticket page (QR code, event, state); no login (CONTRACT §14)."
+    )
 
     class Meta:
         model = Ticket
@@ -64,6 +68,7 @@ class TicketSerializer(serializers.ModelSerializer):
             "phone",
             "email",
             "reference_code",
+            "ticket_url",
             "kind",
             "external_id",
             "revoke_note",
@@ -76,6 +81,12 @@ class TicketSerializer(serializers.ModelSerializer):
             "registered_at",
         ]
         read_only_fields = fields
+
+    @extend_schema_field(
+        {"type": "string", "format": "uri", "example": "https://tickets.example.com/t/3q2-7wE"}
+    )
+    def get_ticket_url(self, ticket: Ticket) -> str:
+        return ticket_page_url(ticket)
 
     @extend_schema_field({"type": "string", "example": "฿1,500.00"})
     def get_price_label(self, ticket: Ticket) -> str:
@@ -93,6 +104,7 @@ class TicketSerializer(serializers.ModelSerializer):
             "phone": ticket.phone or None,
             "email": ticket.email or None,
             "reference_code": ticket.reference_code,
+            "ticket_url": ticket_page_url(ticket),
             "kind": ticket.kind,
             "external_id": ticket.external_id or None,
             "revoke_note": ticket.revoke_note or None,
@@ -202,3 +214,133 @@ class TicketCreateResultSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     idempotent = serializers.BooleanField(help_text="True when this replays an earlier creation.")
     ticket = TicketSerializer()
+
+
+# --- Scanner apps (CONTRACT §11, §12) ---------------------------------------------------------
+
+
+class ScannerTicketSerializer(serializers.Serializer):
+    """A ticket as a scanner keeps it offline; reads a `ScannerTicketRow`.
+
+    `to_representation` builds the dict directly: a full sync renders every ticket of the event.
+    """
+
+    id = Int32Field()
+    reference_code = serializers.CharField()
+    nfc_uid = serializers.CharField(allow_null=True)
+    status = serializers.ChoiceField(choices=Ticket.Status.choices)
+    ticket_type_id = Int32Field()
+    ticket_type_name = serializers.CharField()
+    firstname = serializers.CharField(allow_null=True)
+    lastname = serializers.CharField(allow_null=True)
+    used_at = serializers.DateTimeField(allow_null=True)
+    checked_in_type_ids = serializers.ListField(child=Int32Field())
+    updated_at = serializers.DateTimeField()
+
+    def to_representation(self, row) -> dict:
+        return {
+            "id": row.id,
+            "reference_code": row.reference_code,
+            "nfc_uid": row.nfc_uid,
+            "status": row.status,
+            "ticket_type_id": row.ticket_type_id,
+            "ticket_type_name": row.ticket_type_name,
+            "firstname": row.firstname or None,
+            "lastname": row.lastname or None,
+            "used_at": _datetime(row.used_at),
+            "checked_in_type_ids": row.checked_in_type_ids,
+            "updated_at": _datetime(row.updated_at),
+        }
+
+
+class SyncPageSerializer(serializers.Serializer):
+    success = SuccessField()
+    tickets = ScannerTicketSerializer(many=True)
+    next_cursor = serializers.CharField(help_text="Send it back as `cursor`; keep the last one.")
+    has_more = serializers.BooleanField()
+
+
+def _text(nullable: bool = False, **extra) -> dict:
+    return {"type": "string", **({"nullable": True} if nullable else {}), **extra}
+
+
+# A nullable nested serializer is stated as `allOf: [$ref]` + `nullable`, which OpenAPI 3.0
+# validators read as "must be the object"; the scan result's ticket is stated inline instead.
+_NULLABLE_SCANNER_TICKET = {
+    "type": "object",
+    "nullable": True,
+    "description": "The ticket as the sync feed shows it; null when no ticket was found.",
+    "properties": {
+        "id": {"type": "integer"},
+        "reference_code": _text(),
+        "nfc_uid": _text(nullable=True),
+        "status": _text(enum=Ticket.Status.values),
+        "ticket_type_id": {"type": "integer"},
+        "ticket_type_name": _text(),
+        "firstname": _text(nullable=True),
+        "lastname": _text(nullable=True),
+        "used_at": _text(nullable=True, format="date-time"),
+        "checked_in_type_ids": {"type": "array", "items": {"type": "integer"}},
+        "updated_at": _text(format="date-time"),
+    },
+    "required": list(ScannerTicketSerializer._declared_fields),
+}
+
+
+@extend_schema_field(_NULLABLE_SCANNER_TICKET)
+class _NullableScannerTicketField(serializers.DictField):
+    pass
+
+
+class ScanResultSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    success = serializers.BooleanField()
+    error = serializers.CharField(allow_null=True, help_text="An error code of CONTRACT §2.")
+    message = serializers.CharField()
+    replayed = serializers.BooleanField(help_text="This scan id was applied before.")
+    ticket = _NullableScannerTicketField(allow_null=True)
+    check_in_results = TypeResultSerializer(many=True)
+    renew_results = TypeResultSerializer(many=True)
+
+
+class CheckInBatchResultSerializer(serializers.Serializer):
+    success = serializers.BooleanField(help_text="Every scan succeeded.")
+    results = ScanResultSerializer(many=True)
+
+
+class _TicketCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    active = serializers.IntegerField()
+    used = serializers.IntegerField()
+    revoked = serializers.IntegerField()
+
+
+class _TicketTypeCountSerializer(serializers.Serializer):
+    ticket_type_id = Int32Field(source="id")
+    name = serializers.CharField()
+    sold = serializers.IntegerField()
+    checked_in = serializers.IntegerField()
+
+
+class _CheckInTypeCountSerializer(serializers.Serializer):
+    check_in_type_id = Int32Field(source="id")
+    name = serializers.CharField()
+    checked_in = serializers.IntegerField()
+
+
+class _BucketSerializer(serializers.Serializer):
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    check_ins = serializers.IntegerField()
+
+
+class CheckInStatsSerializer(serializers.Serializer):
+    """CONTRACT §12; reads a `tickets.stats.CheckInStats`."""
+
+    success = SuccessField()
+    event_id = Int32Field()
+    tickets = _TicketCountsSerializer()
+    ticket_types = _TicketTypeCountSerializer(many=True)
+    check_in_types = _CheckInTypeCountSerializer(many=True)
+    timeline = _BucketSerializer(many=True)
+    generated_at = serializers.DateTimeField()

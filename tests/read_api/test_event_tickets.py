@@ -3,6 +3,7 @@
 from datetime import UTC, timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from tests.factories import (
@@ -54,6 +55,7 @@ def test_event_tickets_list_returns_the_spec_shape(app_client, event, ticket_typ
                 "phone": "+66812345678",
                 "email": "somsak@example.com",
                 "reference_code": "ABCD2345",
+                "ticket_url": f"{settings.SITE_URL}/t/{ticket.page_token}",
                 "kind": "normal",
                 "external_id": None,
                 "revoke_note": None,

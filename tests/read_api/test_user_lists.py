@@ -60,6 +60,7 @@ def test_user_tickets_are_the_users_own_for_that_organizer(buyer_client, organiz
         "phone",
         "email",
         "reference_code",
+        "ticket_url",
         "kind",
         "external_id",
         "revoke_note",

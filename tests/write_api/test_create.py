@@ -3,6 +3,7 @@
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core import mail
 from django.utils import timezone
 
@@ -64,6 +65,7 @@ def test_ticket_create_issues_a_paid_external_order_and_ticket(
         "phone": "+66812345678",
         "email": "somsak@example.com",
         "reference_code": ticket.reference_code,
+        "ticket_url": f"{settings.SITE_URL}/t/{ticket.page_token}",
         "kind": "external",
         "external_id": "ext-1",
         "revoke_note": None,

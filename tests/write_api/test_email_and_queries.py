@@ -56,7 +56,10 @@ def test_ticket_email_is_a_task_of_the_creation_and_has_text_and_html(event, tic
     assert len(mail.outbox) == 1
     message = mail.outbox[0]
     assert message.to == ["malee@example.com"]
-    assert message.subject == "Your ticket SONG-2026 for Songkran Beats"
+    # The organizer's default language setting: Thai, with English below (CONTRACT §14).
+    assert message.subject == (
+        "บัตรของคุณ SONG-2026 สำหรับงาน Songkran Beats / Your ticket SONG-2026 for Songkran Beats"
+    )
     # Start time in the site zone (Asia/Bangkok, +07:00), place from the event.
     for text in (message.body, message.alternatives[0].content):
         assert "SONG-2026" in text

@@ -3,7 +3,8 @@
 Each service that changes a ticket or an order calls one of these inside its transaction, so the
 event commits or rolls back with the change. The payload's `data` is the API's own Ticket or
 Order representation, built only when some endpoint wants the event; neither needs a request
-(no absolute URLs), so a payload is the same whichever interface made the change.
+(`ticket_url` is built from `SITE_URL`), so a payload is the same whichever interface made the
+change.
 """
 
 from __future__ import annotations

@@ -1,0 +1,104 @@
+"""The attendee's ticket page and its QR images (CONTRACT §14): no login, the token is the key.
+
+The page is the holder's alone: `noindex` (header and meta), never stored by shared caches, and
+a Content-Security-Policy that allows nothing but this site's images and the page's own inline
+stylesheet (by hash): no scripts at all, no third-party resource. Language: the browser's
+(LocaleMiddleware), or the one picked with the page's `?lang=` links, which need no script.
+"""
+
+import base64
+import hashlib
+import re
+from pathlib import Path
+
+from django.conf import settings
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone, translation
+from django.utils.cache import get_conditional_response, patch_cache_control
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_safe
+
+from .models import Ticket
+from .qr import qr_etag, qr_png, qr_svg
+from .services.pages import ticket_for_page
+
+# What `codes.page_token_generate` makes is 32 of these; anything else is not looked up.
+_TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
+
+_CSS = (Path(__file__).parent / "templates" / "tickets" / "page" / "page.css").read_text()
+_CSS_HASH = base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; img-src 'self'; "
+    f"style-src 'sha256-{_CSS_HASH}'; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+ROBOTS = "noindex, nofollow, noarchive"
+# A code's QR images never change; their URL holds the private token: only browsers keep them.
+QR_MAX_AGE = 60 * 60 * 24
+
+
+def _ticket(token: str) -> Ticket | None:
+    return ticket_for_page(token=token) if _TOKEN.fullmatch(token) else None
+
+
+def _private(response: HttpResponse) -> HttpResponse:
+    response["X-Robots-Tag"] = ROBOTS
+    response["Referrer-Policy"] = "no-referrer"  # the token must not leave in a Referer
+    response.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    return response
+
+
+@require_safe
+def ticket_page(request, token: str) -> HttpResponse:
+    lang = request.GET.get("lang")
+    if lang in dict(settings.LANGUAGES):
+        translation.activate(lang)
+        request.LANGUAGE_CODE = lang
+    ticket = _ticket(token)
+    context = {
+        "css": mark_safe(_CSS),
+        "languages": settings.LANGUAGES,
+        "robots": ROBOTS,
+    }
+    if ticket is None:
+        response = render(request, "tickets/page/not_found.html", context, status=404)
+    else:
+        event = ticket.event
+        context |= {
+            "ticket": ticket,
+            "event": event,
+            "start_at": timezone.localtime(event.start_at),
+            "end_at": timezone.localtime(event.end_at),
+            "used_at": ticket.used_at and timezone.localtime(ticket.used_at),
+            "time_zone": timezone.get_current_timezone_name(),
+            "place": event.display_location_name,
+            "revoked": ticket.status == Ticket.Status.REVOKED,
+            "used": ticket.status == Ticket.Status.USED,
+        }
+        response = render(request, "tickets/page/ticket.html", context)
+    response["Cache-Control"] = "private, no-cache"  # the state changes at the gate
+    return _private(response)
+
+
+def _qr_response(request, token: str, render_image, content_type: str) -> HttpResponse:
+    ticket = _ticket(token)
+    if ticket is None or ticket.status == Ticket.Status.REVOKED:
+        return _private(HttpResponse("Not found.", status=404, content_type="text/plain"))
+    etag = qr_etag(ticket.reference_code)
+    response = get_conditional_response(request, etag=etag) or HttpResponse(
+        render_image(ticket.reference_code), content_type=content_type
+    )
+    response["ETag"] = etag
+    patch_cache_control(response, private=True, max_age=QR_MAX_AGE)
+    return _private(response)
+
+
+@require_safe
+def ticket_qr_svg(request, token: str) -> HttpResponse:
+    return _qr_response(request, token, qr_svg, "image/svg+xml")
+
+
+@require_safe
+def ticket_qr_png(request, token: str) -> HttpResponse:
+    return _qr_response(request, token, qr_png, "image/png")

@@ -1,0 +1,47 @@
+"""The attendee's ticket page (CONTRACT §14): its address, and revoking that address."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.utils import timezone
+
+from ..codes import page_token_generate
+from ..models import Ticket
+
+TICKET_PAGE_PATH = "/t/"
+
+
+def ticket_page_path(ticket: Ticket) -> str:
+    """The page's path; the root URLconf mounts the page views under `TICKET_PAGE_PATH`."""
+    return f"{TICKET_PAGE_PATH}{ticket.page_token}"
+
+
+def ticket_page_url(ticket: Ticket) -> str:
+    """The page's absolute address, on `SITE_URL`, so it is the same whoever asks and from where.
+
+    Built by concatenation rather than `reverse()`: every Ticket the API returns carries it,
+    including the gate's answers, where the URL resolver's cost would show.
+    """
+    return f"{settings.SITE_URL}{TICKET_PAGE_PATH}{ticket.page_token}"
+
+
+def ticket_page_token_regenerate(*, ticket: Ticket) -> Ticket:
+    """Give the ticket a new page address: the old link (in an email, a screenshot) is a 404.
+
+    One UPDATE of the row, so nothing else of the ticket is overwritten; `updated_at` moves
+    because the Ticket object's `ticket_url` changed (feeds by `updated_at` see it). Two
+    192-bit tokens do not collide; the unique constraint is the backstop.
+    """
+    token, now = page_token_generate(), timezone.now()
+    Ticket.objects.filter(pk=ticket.pk).update(page_token=token, updated_at=now)
+    ticket.page_token, ticket.updated_at = token, now
+    return ticket
+
+
+def ticket_for_page(*, token: str) -> Ticket | None:
+    """The ticket whose page this is, with what the page shows; None for no such token.
+
+    One query on the token's unique index, with the event and the ticket type joined.
+    """
+    queryset = Ticket.objects.select_related("event", "ticket_type").filter(page_token=token)
+    return next(iter(queryset[:1]), None)
