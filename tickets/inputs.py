@@ -294,3 +294,85 @@ class ScanRenewInputSerializer(_TicketKey, _GateInput):
 class TicketSearchParams(serializers.Serializer):
     event_id = Int32Field(min_value=1, max_value=INT32_MAX)
     reference_code = serializers.CharField(max_length=64)
+
+
+# --- Scanner apps (CONTRACT §11) --------------------------------------------------------------
+
+SCAN_ID_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+_SCAN_ID = re.compile(SCAN_ID_PATTERN)
+BATCH_MAX_SCANS = 500
+
+
+class SyncParams(serializers.Serializer):
+    cursor = StrictCharField(
+        required=False,
+        max_length=512,
+        help_text="`next_cursor` of the previous response; absent: from the beginning.",
+    )
+    limit = Int32Field(required=False, min_value=1, max_value=1000, default=500)
+
+
+class BatchScanInputSerializer(_TicketKey, _GateInput):
+    """One queued scan: its id, the ticket by exactly one key, the action and its inputs."""
+
+    openapi_rules = {
+        "properties": {
+            "used_at": {"pattern": USED_AT_PATTERN},
+            "id": {"pattern": SCAN_ID_PATTERN},
+        },
+        "oneOf": [{"required": [k]} for k in SEARCH_KEYS],
+    }
+
+    id = serializers.CharField(
+        min_length=8, max_length=64, help_text="The scanner's id for the scan (idempotency)."
+    )
+    action = serializers.ChoiceField(choices=["check_in", "renew"], default="check_in")
+    used_at = serializers.DateTimeField(
+        help_text="When the gate scanned (ISO 8601): from 2000 on, at most 5 minutes ahead."
+    )
+    check_in_type_ids = _type_ids("As the check-in or renew of one ticket.")
+
+
+class CheckInBatchInputSerializer(serializers.Serializer):
+    """`{"scans": [...]}`: 1 to 500 scans with distinct ids.
+
+    Only a malformed upload is refused as a whole; a scan that is wrong on its own is parsed
+    into its field errors and fails alone (`parse`).
+    """
+
+    scans = serializers.ListField(
+        child=BatchScanInputSerializer(), min_length=1, max_length=BATCH_MAX_SCANS
+    )
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict) or hasattr(data, "getlist"):  # a form body is a QueryDict
+            raise ValidationError({"scans": ['Send a JSON object: {"scans": [...]}.']})
+        scans = data.get("scans")
+        if not isinstance(scans, list) or not 1 <= len(scans) <= BATCH_MAX_SCANS:
+            raise ValidationError({"scans": [f"Send a list of 1 to {BATCH_MAX_SCANS} scans."]})
+        errors, seen = {}, set()
+        for index, scan in enumerate(scans):
+            scan_id = scan.get("id") if isinstance(scan, dict) else None
+            if not isinstance(scan, dict):
+                errors[f"scans.{index}"] = ["Each scan is an object."]
+            elif not isinstance(scan_id, str) or not _SCAN_ID.match(scan_id):
+                errors[f"scans.{index}.id"] = ["8 to 64 characters of A-Z a-z 0-9 - _."]
+            elif scan_id in seen:
+                errors[f"scans.{index}.id"] = ["Another scan of this upload has this id."]
+            else:
+                seen.add(scan_id)
+        if errors:
+            raise ValidationError(errors)
+        return {"scans": [self._scan(scan) for scan in scans]}
+
+    @staticmethod
+    def _scan(data: dict) -> dict:
+        """The scan's validated inputs, or its field errors."""
+        serializer = BatchScanInputSerializer(data=data)
+        if serializer.is_valid():
+            return {"id": data["id"], "data": dict(serializer.validated_data), "errors": None}
+        errors = {
+            name: [str(e) for e in (value if isinstance(value, list) else [value])]
+            for name, value in serializer.errors.items()
+        }
+        return {"id": data["id"], "data": None, "errors": errors}

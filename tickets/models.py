@@ -4,6 +4,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower, Upper
 from django.utils import formats, timezone
+from django.utils.translation import gettext_lazy as _
 
 from tickets.codes import page_token_generate
 
@@ -139,6 +140,12 @@ class Ticket(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # The sync feed's position (CONTRACT §11). Database triggers set both on every insert and
+    # update of the row, and when its check-in types change, whatever path made the change
+    # (migration 0005); the values written from Python are ignored. `change_xid` is the
+    # writing transaction's id on PostgreSQL (0 on SQLite), `change_seq` a counter.
+    change_xid = models.BigIntegerField(default=0, editable=False)
+    change_seq = models.BigIntegerField(default=0, editable=False)
 
     class Meta:
         constraints = [
@@ -172,6 +179,13 @@ class Ticket(models.Model):
             models.Index(fields=["event", "updated_at", "id"], name="ticket_event_updated_idx"),
             models.Index(fields=["event", "ticket_type", "id"], name="ticket_event_type_idx"),
             models.Index(Lower("email"), name="ticket_email_lower_idx"),
+            models.Index(
+                fields=["event", "change_xid", "change_seq"], name="ticket_event_change_idx"
+            ),
+            # The live counts read it alone (an index-only scan), whatever the event's size.
+            models.Index(
+                fields=["event", "ticket_type", "status"], name="ticket_event_type_status_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -231,16 +245,71 @@ class CheckInLog(models.Model):
     )
     nfc_uid = models.CharField(max_length=64, blank=True, null=True)
     note = models.TextField(blank=True)
+    # The ticket's event, so the live counts' timeline reads one index (CONTRACT §12).
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.CASCADE, blank=True, null=True, related_name="+"
+    )
+    # A scanner's upload (CONTRACT §11): the scan's id, and for a rejected scan its error code.
+    scan_id = models.CharField(max_length=64, blank=True, null=True)
+    error = models.CharField(max_length=32, blank=True, null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["ticket", "created_at"], name="check_in_log_ticket_idx")]
+        verbose_name = _("check-in record")
+        verbose_name_plural = _("check-in history")
+        indexes = [
+            models.Index(fields=["ticket", "created_at"], name="check_in_log_ticket_idx"),
+            models.Index(
+                fields=["event", "at"],
+                condition=Q(action="check_in", error__isnull=True),
+                name="check_in_log_timeline_idx",
+            ),
+            models.Index(
+                fields=["scan_id"], condition=Q(scan_id__isnull=False), name="check_in_log_scan_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         # Staff read it beside the admin's date columns: the same local time, the same format.
         at = formats.localize(timezone.localtime(self.at))
         return f"{self.get_action_display()} {self.ticket} at {at}"
+
+
+class ScanRecord(models.Model):
+    """One scan of a scanner's upload (CONTRACT §11), whatever its outcome, with the result it
+    got. The unique (event, scan_id) decides which of two uploads of a scan applies it: the
+    record is written in the scan's own transaction, so the other one rolls back and replays.
+    """
+
+    event = models.ForeignKey("events.Event", on_delete=models.CASCADE, related_name="+")
+    scan_id = models.CharField(max_length=64)
+    action = models.CharField(max_length=16, choices=CheckInLog.Action.choices)
+    ticket = models.ForeignKey(
+        Ticket, on_delete=models.SET_NULL, blank=True, null=True, related_name="+"
+    )
+    success = models.BooleanField()
+    error = models.CharField(max_length=32, blank=True, null=True)
+    result = models.JSONField(help_text="The first result, as replayed.")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, blank=True, null=True, related_name="+"
+    )
+    actor_application = models.ForeignKey(
+        settings.OAUTH2_PROVIDER_APPLICATION_MODEL,
+        on_delete=models.SET_NULL,
+        blank=True,
+        null=True,
+        related_name="+",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["event", "scan_id"], name="scan_record_unique_scan")
+        ]
+
+    def __str__(self) -> str:
+        return self.scan_id
 
 
 class TicketFormAnswer(models.Model):

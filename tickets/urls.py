@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import user_views, views
+from . import scanner_views, user_views, views
 
 _EVENT = "organizers/<int:organizer_id>/events/<int:event_id>"
 
@@ -23,6 +23,13 @@ urlpatterns = [
         f"{_EVENT}/tickets/renew",
         views.TicketScanRenewView.as_view(),
         name="ticket-scan-renew",
+    ),
+    path(f"{_EVENT}/tickets/sync", scanner_views.TicketSyncView.as_view(), name="ticket-sync"),
+    path(f"{_EVENT}/checkins", scanner_views.CheckInBatchView.as_view(), name="checkin-batch"),
+    path(
+        f"{_EVENT}/check_in_stats",
+        scanner_views.CheckInStatsView.as_view(),
+        name="check-in-stats",
     ),
     path(
         f"{_EVENT}/tickets/<int:ticket_id>/checkin",

@@ -173,6 +173,50 @@ ENDPOINTS = [
         ORGANIZER_RESOURCE,
         lambda world: {"ticket_id": world.ticket.id, "reason": "Refunded"},
     ),
+    Endpoint("ticket_sync", "GET", EVENT + "/tickets/sync", ORGANIZER_RESOURCE),
+    Endpoint(
+        "checkin_batch",
+        "POST",
+        EVENT + "/checkins",
+        ORGANIZER_RESOURCE,
+        lambda world: {
+            "scans": [
+                {
+                    "id": "matrix-scan-1",
+                    "ticket_id": world.ticket.id,
+                    "used_at": "2026-01-10T12:00Z",
+                }
+            ]
+        },
+    ),
+    Endpoint("check_in_stats", "GET", EVENT + "/check_in_stats", ORGANIZER_RESOURCE),
+    Endpoint(
+        "ticket_sync_of_other_organizers_event",
+        "GET",
+        "/api/public/organizers/{o}/events/{other_e}/tickets/sync",
+        FOREIGN_EVENT,
+    ),
+    Endpoint(
+        "checkin_batch_in_other_organizers_event",
+        "POST",
+        "/api/public/organizers/{o}/events/{other_e}/checkins",
+        FOREIGN_EVENT,
+        lambda world: {
+            "scans": [
+                {
+                    "id": "matrix-scan-1",
+                    "ticket_id": world.other_ticket.id,
+                    "used_at": "2026-01-10T12:00Z",
+                }
+            ]
+        },
+    ),
+    Endpoint(
+        "check_in_stats_of_other_organizers_event",
+        "GET",
+        "/api/public/organizers/{o}/events/{other_e}/check_in_stats",
+        FOREIGN_EVENT,
+    ),
     # The order of the checks: unknown organizer (step 4), foreign event (step 8).
     Endpoint(
         "events_list_unknown_organizer",

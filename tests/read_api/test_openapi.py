@@ -384,6 +384,25 @@ CASES = [
         ticket="revoked",
     ),
     Case("invalidate nothing", "post", f"{EVENT}/tickets/invalidate", "app", 400, {}),
+    Case("sync", "get", f"{EVENT}/tickets/sync", "app", 200, {"limit": "2"}),
+    Case("sync bad cursor", "get", f"{EVENT}/tickets/sync", "app", 400, {"cursor": "x"}),
+    Case(
+        "sync missing event", "get", "/organizers/{organizer_id}/events/0/tickets/sync", "app", 404
+    ),
+    Case(
+        "batch",
+        "post",
+        f"{EVENT}/checkins",
+        "app",
+        200,
+        {
+            "scans": [
+                {"id": "scan-0001", "reference_code": "NOPE2345", "used_at": "2026-01-10T12:00Z"}
+            ]
+        },
+    ),
+    Case("batch malformed", "post", f"{EVENT}/checkins", "app", 400, {"scans": []}),
+    Case("check-in stats", "get", f"{EVENT}/check_in_stats", "organizer", 200),
     Case(
         "user tickets",
         "get",

@@ -91,6 +91,7 @@ def ticket_check_in_at_gate(
             actor=actor,
             at=options.get("used_at") or timezone.now(),
             note=options.get("note", ""),
+            scan_id=options.get("scan_id"),
         )
         if webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CHECKED_IN):
             with transaction.atomic():
@@ -108,7 +109,14 @@ def ticket_check_in_at_gate(
 
 
 def _admit(
-    *, organizer_id: int, event_id: int, key: TicketKey, actor: Actor, at: datetime, note: str
+    *,
+    organizer_id: int,
+    event_id: int,
+    key: TicketKey,
+    actor: Actor,
+    at: datetime,
+    note: str,
+    scan_id: str | None = None,
 ) -> Ticket | None:
     """Simple-mode check-in as one conditional UPDATE with its audit row; None if a rule or the
     mode says no, or nothing matches. The ticket is found by `key` in the statement itself,
@@ -134,6 +142,7 @@ def _admit(
                 "user_id": actor.user.pk if actor.user else None,
                 "application_id": actor.application.pk if actor.application else None,
                 "note": note,
+                "scan_id": scan_id,
             },
         )
         row = cursor.fetchone()
@@ -178,10 +187,10 @@ def _admit_sql(key_column: str = "id") -> str:
         ), audit AS (
             INSERT INTO {CheckInLog._meta.db_table} (
                 ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
-                nfc_uid, note, created_at
+                nfc_uid, note, created_at, event_id, scan_id
             )
             SELECT id, NULL, '{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s,
-                %(application_id)s, %(nfc_uid)s, %(note)s, %(now)s
+                %(application_id)s, %(nfc_uid)s, %(note)s, %(now)s, event_id, %(scan_id)s
             FROM admitted
         )
         SELECT {admitted}, {ticket_type}, EXISTS (
@@ -216,7 +225,13 @@ def ticket_check_in(
     enforce(ADMISSIBLE, ticket, event)
     at = used_at or timezone.now()
     log = functools.partial(
-        _log, ticket, action=CheckInLog.Action.CHECK_IN, actor=actor, nfc_uid=nfc_uid, note=note
+        audit_row,
+        ticket,
+        action=CheckInLog.Action.CHECK_IN,
+        actor=actor,
+        nfc_uid=nfc_uid,
+        note=note,
+        scan_id=inputs.get("scan_id"),
     )
     changed: list[str] = []
 
@@ -287,7 +302,14 @@ def ticket_renew(
         raise TicketNotUsed(f"Ticket {ticket.reference_code} is not checked in.", ticket=ticket)
     at = used_at or timezone.now()
     log = functools.partial(
-        _log, ticket, action=CheckInLog.Action.RENEW, at=at, actor=actor, nfc_uid=nfc_uid, note=note
+        audit_row,
+        ticket,
+        action=CheckInLog.Action.RENEW,
+        at=at,
+        actor=actor,
+        nfc_uid=nfc_uid,
+        note=note,
+        scan_id=inputs.get("scan_id"),
     )
 
     if SIMPLE_MODE.holds(ticket, event):
@@ -344,9 +366,24 @@ def _bind_nfc_uid(ticket: Ticket, nfc_uid: str | None, changed: list[str]) -> No
         changed.append("nfc_uid")
 
 
-def _log(ticket: Ticket, *, action: str, at: datetime, actor: Actor, nfc_uid, note, type_id=None):
+def audit_row(
+    ticket: Ticket,
+    *,
+    action: str,
+    at: datetime,
+    actor: Actor,
+    nfc_uid,
+    note,
+    type_id=None,
+    scan_id=None,
+    error=None,
+):
+    """An audit row; a rejected scan of an upload records its error code (CONTRACT §11)."""
     return CheckInLog(
         ticket=ticket,
+        event_id=ticket.event_id,
+        scan_id=scan_id,
+        error=error,
         check_in_type_id=type_id,
         action=action,
         at=at,

@@ -43,6 +43,7 @@ class GateInputs(TypedDict, total=False):
     used_at: datetime | None  # when the gate scanned; default now
     nfc_uid: str | None  # check-in binds it to the ticket; both record it in the audit row
     note: str
+    scan_id: str | None  # a scanner's upload: its id for the scan, recorded in the audit rows
 
 
 @dataclass(frozen=True)

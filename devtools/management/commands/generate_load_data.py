@@ -204,6 +204,8 @@ class Command(BaseCommand):
                     "registered_at": now,
                     "created_at": now,
                     "updated_at": now,
+                    "change_xid": 0,  # the sync feed's triggers set both (tickets 0005)
+                    "change_seq": 0,
                 }
             )
         return orders, tickets

@@ -1,0 +1,185 @@
+"""A scanner's upload of the scans it made offline (CONTRACT §11, batch upload).
+
+Each scan is applied alone, in its own transaction, through the gate's services: same rules,
+locks and audit rows as one check-in or renew, the audit rows carrying the scan's id. The
+scan's record (`ScanRecord`, unique by event and scan id) is written in that transaction, last:
+of two uploads of one scan, racing or not, the second's record collides, its transaction rolls
+back whatever it did, and it replays the first's result. A rejected scan keeps its error code
+in its record and, when the ticket is known, in an audit row, so staff see which tickets two
+offline gates both admitted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError
+from django.utils import timezone
+
+from events.models import CheckInType, Event
+from ticketing.api.exceptions import ApplicationError, InvalidParameters
+from ticketing.db import atomic_retrying_once
+
+from ..models import CheckInLog, ScanRecord
+from ..selectors_scanner import ScannerTicketRow, scanner_ticket_check_ins
+from ..serializers import ScannerTicketSerializer, TypeResultSerializer
+from .common import Actor
+from .gate import audit_row, ticket_check_in_at_gate, ticket_renew
+from .scans import GateInputs, GateResult, TicketKey
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One scan as the scanner queued it: its id and, if it parsed, what to apply."""
+
+    id: str
+    action: str = CheckInLog.Action.CHECK_IN
+    key: TicketKey | None = None
+    inputs: GateInputs | None = None
+    invalid: dict[str, list[str]] | None = None  # the field errors of a scan that did not parse
+
+
+@dataclass(frozen=True)
+class ScanOutcome:
+    """A scan's result as first decided (`result`, JSON-ready), and whether this is a replay."""
+
+    result: dict[str, Any]
+    replayed: bool
+
+
+def scans_apply(
+    *, organizer_id: int, event: Event, scans: list[Scan], actor: Actor
+) -> list[ScanOutcome]:
+    """Apply each scan of an upload on its own, in order; a scan id seen before replays.
+
+    Each result is stored as rendered, so a replay is the first answer. Raises nothing a scan
+    can cause: each scan's rejection is its result.
+    Locks: per scan, what its check-in or renew locks, until that scan's commit.
+    """
+    known = dict(
+        ScanRecord.objects.filter(event=event, scan_id__in=[scan.id for scan in scans]).values_list(
+            "scan_id", "result"
+        )
+    )
+    multiple = CheckInType.objects.filter(event=event).exists()
+    outcomes = []
+    for scan in scans:
+        if scan.id in known:
+            outcomes.append(ScanOutcome(known[scan.id], replayed=True))
+            continue
+        outcomes.append(
+            _apply_once(
+                organizer_id=organizer_id,
+                event=event,
+                scan=scan,
+                actor=actor,
+                multiple=multiple,
+            )
+        )
+    return outcomes
+
+
+def _apply_once(*, event: Event, scan: Scan, **kwargs) -> ScanOutcome:
+    try:
+        return ScanOutcome(_apply(event=event, scan=scan, **kwargs), replayed=False)
+    except IntegrityError:
+        # Another upload recorded this scan first (its record is committed once we get here).
+        result = (
+            ScanRecord.objects.filter(event=event, scan_id=scan.id)
+            .values_list("result", flat=True)
+            .first()
+        )
+        if result is None:
+            raise
+        return ScanOutcome(result, replayed=True)
+
+
+@atomic_retrying_once
+def _apply(
+    *,
+    organizer_id: int,
+    event: Event,
+    scan: Scan,
+    actor: Actor,
+    multiple: bool,
+) -> dict[str, Any]:
+    """Apply one scan and record it, in one transaction; the record's insert is last."""
+    ticket = None
+    try:
+        if scan.invalid is not None:
+            raise InvalidParameters("This scan is malformed.", fields=scan.invalid)
+        inputs = {**scan.inputs, "scan_id": scan.id}
+        if scan.action == CheckInLog.Action.CHECK_IN:
+            gate_result = ticket_check_in_at_gate(
+                organizer_id=organizer_id, event_id=event.pk, key=scan.key, actor=actor, **inputs
+            )
+        else:
+            gate_result = ticket_renew(event=event, key=scan.key, actor=actor, **inputs)
+    except ApplicationError as exc:
+        ticket = getattr(exc, "ticket", None)
+        if ticket is not None:
+            audit_row(
+                ticket,
+                action=scan.action,
+                at=scan.inputs.get("used_at") or timezone.now(),
+                actor=actor,
+                nfc_uid=scan.key.nfc_uid,
+                note=scan.inputs.get("note", ""),
+                scan_id=scan.id,
+                error=exc.code,
+            ).save()
+        result = {
+            "id": scan.id,
+            "success": False,
+            "error": exc.code,
+            "message": exc.message,
+            **_render(None, _row(ticket, multiple)),
+        }
+    else:
+        ticket = gate_result.ticket
+        result = {
+            "id": scan.id,
+            "success": gate_result.success,
+            "error": None,
+            "message": _message(scan.action, gate_result),
+            **_render(gate_result, _row(ticket, multiple)),
+        }
+    ScanRecord.objects.create(
+        event=event,
+        scan_id=scan.id,
+        action=scan.action,
+        ticket=ticket,
+        success=result["success"],
+        error=result["error"],
+        result=result,
+        actor_user=actor.user,
+        actor_application=actor.application,
+    )
+    return result
+
+
+def _render(result: GateResult | None, row: ScannerTicketRow | None) -> dict[str, Any]:
+    """The ticket and type results of a scan's result, JSON-ready (as stored and replayed)."""
+    return {
+        "ticket": ScannerTicketSerializer(row).data if row is not None else None,
+        "check_in_results": TypeResultSerializer(
+            result.check_in_results if result else [], many=True
+        ).data,
+        "renew_results": TypeResultSerializer(
+            result.renew_results if result else [], many=True
+        ).data,
+    }
+
+
+def _row(ticket, multiple: bool) -> ScannerTicketRow | None:
+    if ticket is None:
+        return None
+    return ScannerTicketRow.of(ticket, scanner_ticket_check_ins(ticket, multiple=multiple))
+
+
+def _message(action: str, result: GateResult) -> str:
+    done = "checked in" if action == CheckInLog.Action.CHECK_IN else "renewed"
+    if result.success:
+        return f"Ticket {result.ticket.reference_code} {done}."
+    return f"Ticket {result.ticket.reference_code}: not every check-in type was {done}."
