@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class DevtoolsConfig(AppConfig):
@@ -6,3 +7,4 @@ class DevtoolsConfig(AppConfig):
     models and services and nothing imports it."""
 
     name = "devtools"
+    verbose_name = _("Developer tools")

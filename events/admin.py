@@ -1,8 +1,11 @@
+from decimal import Decimal
+
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import Prefetch, Sum
+from django.db.models import Prefetch
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
 from django.utils.translation import ngettext
 
 from organizers.admin_scoping import (
@@ -11,12 +14,14 @@ from organizers.admin_scoping import (
     OrganizerScopedInline,
     ScopedRelatedFilter,
     can_manage,
+    organizer_roles,
 )
 from ticketing.api.exceptions import ApplicationError
 
 from .exceptions import CapacityBelowSold
 from .models import CheckInType, Event, FormField, TicketType
-from .pricing import format_baht
+from .pricing import format_baht, satangs_to_decimal_string
+from .selectors import events_with_counts, ticket_types_with_counts
 from .services import (
     TICKET_TYPE_SETTINGS,
     event_end,
@@ -55,15 +60,37 @@ def api_capacity_text(ticket_type: TicketType) -> str:
 
 
 class TicketTypeForm(forms.ModelForm):
-    """Quota edits are checked against the counters here, for a message beside the field;
-    `ticket_type_update` checks again under a row lock when saving."""
+    """The price is typed and shown in baht and stored in satangs (`price`), through Decimal:
+    "19.99" is 1999 satangs exactly, where a float would make it 1998.9999...
+
+    Quota edits are checked against the counters here, for a message beside the field;
+    `ticket_type_update` checks again under a row lock when saving.
+    """
+
+    price_baht = forms.DecimalField(
+        label=_("price (baht)"),
+        min_value=Decimal(0),
+        max_digits=9,  # below 2^31 satangs, the column's limit
+        decimal_places=2,
+        widget=forms.TextInput(attrs={"inputmode": "decimal", "size": 10}),
+    )
 
     class Meta:
         model = TicketType
-        fields = sorted(TICKET_TYPE_SETTINGS)
+        fields = sorted(TICKET_TYPE_SETTINGS - {"price"})
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if self.instance.pk is not None:
+            self.initial.setdefault(
+                "price_baht", Decimal(satangs_to_decimal_string(self.instance.price))
+            )
 
     def clean(self):
         cleaned = super().clean()
+        baht = cleaned.get("price_baht")
+        if baht is not None:
+            self.instance.price = int(baht * 100)  # exact: at most two decimal places
         if self.instance.pk is None:
             return cleaned
         try:
@@ -85,8 +112,7 @@ class TicketTypeInline(OrganizerScopedInline, admin.TabularInline):
     extra = 0
     fields = [
         "name",
-        "price",
-        "baht",
+        "price_baht",
         "kind",
         "pack_size",
         "quantity",
@@ -94,20 +120,21 @@ class TicketTypeInline(OrganizerScopedInline, admin.TabularInline):
         "status",
         "position",
         "capacity",
+        "checked_in",
         "api_capacity",
     ]
-    readonly_fields = ["baht", "capacity", "api_capacity"]
+    readonly_fields = ["capacity", "checked_in", "api_capacity"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("event")
+        return ticket_types_with_counts(super().get_queryset(request).select_related("event"))
 
-    @admin.display(description="price in baht")
-    def baht(self, obj):
-        return format_baht(obj.price) if obj.pk else "—"
-
-    @admin.display(description="sold / quantity")
+    @admin.display(description=_("sold / quantity"))
     def capacity(self, obj):
         return capacity_text(obj) if obj.pk else "—"
+
+    @admin.display(description=_("checked in"))
+    def checked_in(self, obj):
+        return obj.checked_in if obj.pk else "—"
 
     @admin.display(description="API-issued / API quota")
     def api_capacity(self, obj):
@@ -158,14 +185,15 @@ class FormFieldInline(OrganizerScopedInline, admin.TabularInline):
 
 @admin.register(Event)
 class EventAdmin(OrganizerScopedAdmin):
+    change_form_template = "admin/events/event/change_form.html"
     list_display = [
         "title",
-        "organizer",
-        "status",
         "shown_as",
         "start_at",
-        "end_at",
         "sold",
+        "checked_in",
+        "remaining",
+        "organizer",
     ]
     list_filter = ["status", OrganizerFilter]
     list_select_related = ["organizer"]
@@ -181,14 +209,13 @@ class EventAdmin(OrganizerScopedAdmin):
     ]
 
     def get_queryset(self, request):
-        return (
-            super()
-            .get_queryset(request)
-            .annotate(
-                sold_total=Sum("ticket_types__sold_count"),
-                quantity_total=Sum("ticket_types__quantity"),
-            )
-        )
+        return events_with_counts(super().get_queryset(request))
+
+    def get_list_display(self, request):
+        # The organizer column only tells apart the events of someone who sees several.
+        if request.user.is_superuser or len(organizer_roles(request)) > 1:
+            return self.list_display
+        return [name for name in self.list_display if name != "organizer"]
 
     def get_readonly_fields(self, request, obj=None):
         # Status moves only through the actions (and `end_events`); an event never changes
@@ -198,20 +225,43 @@ class EventAdmin(OrganizerScopedAdmin):
             readonly.append("organizer")
         return readonly
 
-    @admin.display(description="shown as")
+    @admin.display(description=_("status"), ordering="status")
     def shown_as(self, obj):
-        return obj.effective_status if obj.pk else "—"
+        return Event.Status(obj.effective_status).label if obj.pk else "—"
 
-    @admin.display(description="tickets")
+    @admin.display(description=_("tickets"))
     def tickets_link(self, obj):
+        # By URL name: the ticket admin belongs to the tickets app, which events never imports.
         if not obj.pk:
             return "—"
         url = reverse("admin:tickets_ticket_changelist") + f"?event_id={obj.pk}"
-        return format_html('<a href="{}">Tickets of this event</a>', url)
+        return format_html('<a href="{}">{}</a>', url, _("Tickets of this event"))
 
-    @admin.display(description="sold / quantity")
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if obj is not None:
+            query = f"?event_id={obj.pk}"
+            links = [
+                (reverse("admin:tickets_ticket_export") + query, _("Export tickets (CSV)")),
+                (reverse("admin:tickets_order_export") + query, _("Export orders (CSV)")),
+            ]
+            if can_manage(request, obj.organizer_id):
+                links.insert(
+                    0, (reverse("admin:tickets_ticket_import") + query, _("Import attendees"))
+                )
+            context["event_links"] = links
+        return super().render_change_form(request, context, add, change, form_url, obj)
+
+    @admin.display(description=_("sold / quantity"))
     def sold(self, obj):
-        return f"{obj.sold_total or 0} / {obj.quantity_total or 0}"
+        return f"{obj.sold_total} / {obj.quantity_total}"
+
+    @admin.display(description=_("checked in"))
+    def checked_in(self, obj):
+        return obj.checked_in_total
+
+    @admin.display(description=_("remaining"))
+    def remaining(self, obj):
+        return max(obj.quantity_total - obj.sold_total, 0)
 
     def save_formset(self, request, form, formset, change):
         if formset.model is not TicketType:
@@ -228,6 +278,7 @@ class EventAdmin(OrganizerScopedAdmin):
             )
             obj.pk = created.pk
         for obj, changed in formset.changed_objects:
+            changed = ["price" if name == "price_baht" else name for name in changed]
             changes = {name: getattr(obj, name) for name in changed if name in TICKET_TYPE_SETTINGS}
             try:
                 ticket_type_update(ticket_type_id=obj.pk, **changes)

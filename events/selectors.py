@@ -1,4 +1,5 @@
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ticketing.api.exceptions import NotFound
@@ -56,3 +57,30 @@ def check_in_types_for_event(*, event_id: int) -> QuerySet[CheckInType]:
         .order_by("position", "id")
         .prefetch_related(Prefetch("ticket_types", queryset=TicketType.objects.only("id")))
     )
+
+
+def events_with_counts(queryset: QuerySet[Event]) -> QuerySet[Event]:
+    """Events annotated with `sold_total`, `quantity_total` and `checked_in_total`.
+
+    Each figure is a correlated subquery, not a join: joining both the ticket types and the
+    tickets would multiply one sum by the other's rows. The cost per page is one statement
+    whatever its number of events (the sums read the counters; the count uses the
+    (event, status) index).
+    """
+    types = TicketType.objects.filter(event_id=OuterRef("pk")).order_by().values("event_id")
+    used = (
+        Event.objects.filter(pk=OuterRef("pk"))
+        .annotate(n=Count("tickets", filter=Q(tickets__status="used")))
+        .values("n")
+    )
+    return queryset.annotate(
+        sold_total=Coalesce(Subquery(types.annotate(s=Sum("sold_count")).values("s")), 0),
+        quantity_total=Coalesce(Subquery(types.annotate(s=Sum("quantity")).values("s")), 0),
+        checked_in_total=Subquery(used),
+    )
+
+
+def ticket_types_with_counts(queryset: QuerySet[TicketType]) -> QuerySet[TicketType]:
+    """Ticket types annotated with `checked_in` (tickets whose status is `used` now); sold
+    and remaining come from the counters."""
+    return queryset.annotate(checked_in=Count("tickets", filter=Q(tickets__status="used")))

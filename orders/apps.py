@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.utils.translation import gettext_lazy as _
 
 
 class OrdersConfig(AppConfig):
@@ -6,3 +7,4 @@ class OrdersConfig(AppConfig):
 
     default_auto_field = "django.db.models.AutoField"
     name = "orders"
+    verbose_name = _("Orders (history)")

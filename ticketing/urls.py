@@ -9,6 +9,10 @@ urlpatterns = [
     path("", include("oauth_setup.urls")),
     path("admin/", admin.site.urls),
     path("api/public/", include("ticketing.api.urls")),
+    # The attendee's ticket page (CONTRACT §14), addressed by its token.
+    path("t/", include("tickets.page_urls")),
+    # The staff check-in page (CONTRACT §15), a client of the public API.
+    path("checkin/", include("checkin_page.urls")),
 ]
 
 handler400 = "ticketing.api.exception_handler.bad_request"

@@ -100,3 +100,50 @@ def test_staff_checks_a_ticket_in_and_sees_its_history(admin_server, organizer):
     # The entry's title gives the time as the admin's columns do: local, in words.
     assert f"Check-in GATE0001 at {formats.localize(timezone.localtime(log.at))}" in shown
     assert (OUTPUT / "admin_check_in.png").stat().st_size > 10_000
+
+
+def test_lists_fit_a_1280_pixel_screen(admin_server, organizer):
+    staff = UserFactory(username="backoffice", is_staff=True)
+    staff.set_password("office-pass-123")
+    staff.save()
+    MembershipFactory(user=staff, organizer=organizer, role="admin")
+    event = EventFactory(organizer=organizer, title="Bangkok Jazz Weekend at Lumphini Park 2026")
+    regular = TicketTypeFactory(event=event, name="Early bird regular admission", quantity=500)
+    for i in range(3):
+        TicketFactory(
+            event=event,
+            ticket_type=regular,
+            reference_code=f"WIDE000{i}",
+            firstname="Chayanuch",
+            lastname="Wongsawasdichai",
+            email=f"chayanuch.wongsawasdichai{i}@example-company.co.th",
+            status="used" if i else "active",
+        )
+    OUTPUT.mkdir(exist_ok=True)
+
+    from playwright.sync_api import sync_playwright
+
+    widths = {}
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.goto(f"{admin_server}/admin/")
+            page.fill("#id_username", "backoffice")
+            page.fill("#id_password", "office-pass-123")
+            page.click("input[type=submit]")
+            page.wait_for_url(f"{admin_server}/admin/")
+            for name, path in (
+                ("events", "/admin/events/event/"),
+                ("tickets", f"/admin/tickets/ticket/?event_id={event.pk}"),
+                ("orders", "/admin/tickets/order/"),
+                ("check_in_logs", "/admin/tickets/checkinlog/"),
+            ):
+                page.goto(f"{admin_server}{path}")
+                page.wait_for_selector("#changelist")
+                widths[name] = page.evaluate("document.documentElement.scrollWidth")
+                page.screenshot(path=str(OUTPUT / f"admin_{name}_1280.png"))
+        finally:
+            browser.close()
+
+    assert widths == dict.fromkeys(widths, 1280)

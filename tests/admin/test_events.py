@@ -109,7 +109,7 @@ def test_new_ticket_type_and_check_in_type_are_added_inline(admin_client_a, orga
         {
             "ticket_types-TOTAL_FORMS": "2",
             "ticket_types-1-name": "Student",
-            "ticket_types-1-price": "50000",
+            "ticket_types-1-price_baht": "500.00",
             "ticket_types-1-kind": "normal",
             "ticket_types-1-quantity": "20",
             "ticket_types-1-status": "on_sale",

@@ -200,7 +200,14 @@ def test_staff_role_has_operating_actions_only(staff_client, admin_client_a, wor
         a for a, _ in admin_client_a.get(orders).context["action_form"].fields["action"].choices
     }
 
-    assert staff_ticket_actions == {"", "check_in", "undo_check_in", "revoke", "resend_email"}
+    assert staff_ticket_actions == {
+        "",
+        "check_in",
+        "undo_check_in",
+        "revoke",
+        "resend_email",
+        "export_csv",
+    }
     assert staff_order_page.context["action_form"] is None
     assert admin_order_actions == {"", "cancel_orders"}
 

@@ -373,10 +373,10 @@ def test_per_ticket_service_log_only_when_verbose(
 
 
 @pytest.mark.django_db
-def test_import_commits_in_chunks_and_a_bad_row_undoes_only_itself(
+def test_import_commits_in_batches_and_a_bad_row_is_never_written(
     tmp_path, event, regular, monkeypatch
 ):
-    monkeypatch.setattr("tickets.management.commands.import_tickets.CHUNK_ROWS", 3)
+    monkeypatch.setattr("tickets.management.commands.import_tickets.BATCH_ROWS", 3)
     rows = [
         f"Guest{i},Jaidee,guest{i}@example.com,08123456{i:02d},Regular,chunk-{i},\n"
         for i in range(7)
@@ -392,4 +392,4 @@ def test_import_commits_in_chunks_and_a_bad_row_undoes_only_itself(
         f"chunk-{i}" for i in (0, 1, 2, 3, 5, 6)
     ]
     regular.refresh_from_db()
-    assert regular.sold_count == 6  # the rejected row's claim was rolled back with it
+    assert regular.sold_count == 6  # the rejected row claimed no place

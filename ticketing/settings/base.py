@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "devtools",
+    "checkin_page",
     "ticketing",
 ]
 
@@ -57,6 +58,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "ticketing.middleware.SiteLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -148,6 +150,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # --- Time -----------------------------------------------------------------------------------
 
 LANGUAGE_CODE = "en-us"
+# The ticket page follows the browser (LocaleMiddleware); ticket emails, the organizer's setting.
+LANGUAGES = [("en", "English"), ("th", "ไทย")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = env_str("TIME_ZONE", "Asia/Bangkok")
 try:
     zoneinfo.ZoneInfo(TIME_ZONE)

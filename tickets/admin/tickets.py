@@ -28,6 +28,8 @@ from .forms import (
     TicketFormAnswerInline,
     check_in_types_form,
 )
+from .imports import TicketImportMixin
+from .ticket_tools import TicketPageToolsMixin
 
 # One action runs one service call (one transaction) per ticket; a larger batch belongs in a
 # management command, not in a request that holds a browser waiting.
@@ -86,7 +88,7 @@ _LIFECYCLE = [
 
 
 @admin.register(Ticket)
-class TicketAdmin(OrganizerScopedAdmin):
+class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin):
     allow_add = False  # tickets are issued by `ticket_create` (API, import_tickets), with quotas
     allow_delete = False  # revoke instead: it frees the place and keeps the record
     form = TicketForm
@@ -97,7 +99,6 @@ class TicketAdmin(OrganizerScopedAdmin):
         "event",
         "ticket_type_name",
         "status",
-        "kind",
         "used_at",
     ]
     list_select_related = ["event", "ticket_type"]
@@ -108,10 +109,11 @@ class TicketAdmin(OrganizerScopedAdmin):
     list_per_page = 50
     show_full_result_count = False
     inlines = [TicketCheckInInline, CheckInLogInline, TicketFormAnswerInline]
-    actions = ["check_in", "undo_check_in", "revoke", "resend_email"]
+    actions = ["check_in", "undo_check_in", "revoke", "resend_email", "export_csv"]
     fieldsets = [
         (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),
         ("Holder", {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]}),
+        ("Ticket page", {"fields": ["page_link"]}),
         ("Lifecycle", {"fields": _LIFECYCLE}),
     ]
     readonly_fields = [
@@ -122,6 +124,7 @@ class TicketAdmin(OrganizerScopedAdmin):
         "status",
         "kind",
         "holder",
+        "page_link",
         *_LIFECYCLE,
     ]
 

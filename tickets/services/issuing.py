@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import phonenumbers
 from django.core.exceptions import ValidationError as DjangoValidationError
@@ -49,26 +49,32 @@ class TicketCreateResult:
     idempotent: bool
 
 
-def phone_to_e164(value: str) -> str:
-    """`0812345678` → `+66812345678`. Raises ValueError for anything that is not a valid number."""
+def _phone_parse(value: str) -> phonenumbers.PhoneNumber:
+    """The valid number `value` is (default region TH). Raises ValueError otherwise."""
     try:
         parsed = phonenumbers.parse(value.strip(), PHONE_DEFAULT_REGION)
     except phonenumbers.NumberParseException:
         raise ValueError("Enter a valid phone number.") from None
     if not phonenumbers.is_valid_number(parsed):
         raise ValueError("Enter a valid phone number.")
-    return phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+    return parsed
+
+
+def phone_to_e164(value: str) -> str:
+    """`0812345678` → `+66812345678`. Raises ValueError for anything that is not a valid number."""
+    return phonenumbers.format_number(_phone_parse(value), phonenumbers.PhoneNumberFormat.E164)
 
 
 @dataclass(frozen=True)
-class _Holder:
+class Holder:
     firstname: str
     lastname: str
     email: str
-    phone: str
+    phone: str  # E.164
+    phone_country: str = field(default="", compare=False)  # ISO 3166 alpha-2, for the order
 
 
-def _holder(*, firstname: str, lastname: str, email: str, phone: str) -> _Holder:
+def holder_clean(*, firstname: str, lastname: str, email: str, phone: str) -> Holder:
     """Trimmed, validated holder details. Raises: InvalidParameters."""
     fields: dict[str, list[str]] = {}
     firstname, lastname, email = firstname.strip(), lastname.strip(), email.strip()
@@ -79,17 +85,24 @@ def _holder(*, firstname: str, lastname: str, email: str, phone: str) -> _Holder
         validate_email(email)
     except DjangoValidationError:
         fields["email"] = ["Enter a valid email address."]
+    country = ""
     try:
-        phone = phone_to_e164(phone)
+        parsed = _phone_parse(phone)
     except ValueError as exc:
         fields["phone"] = [str(exc)]
+    else:
+        # Parsed once: the import checks thousands of rows and this is its costliest check.
+        phone = phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
+        country = phonenumbers.region_code_for_number(parsed) or ""
     if fields:
         raise InvalidParameters(next(iter(fields.values()))[0], fields=fields)
-    return _Holder(firstname=firstname, lastname=lastname, email=email, phone=phone)
+    return Holder(
+        firstname=firstname, lastname=lastname, email=email, phone=phone, phone_country=country
+    )
 
 
-def _is_same_creation(
-    ticket: Ticket, *, ticket_type_id: int, holder: _Holder, reference_code: str | None
+def is_same_creation(
+    ticket: Ticket, *, ticket_type_id: int, holder: Holder, reference_code: str | None
 ) -> bool:
     """A replay sends the same ticket type and holder (and code, if it chose one)."""
     return (
@@ -103,9 +116,9 @@ def _is_same_creation(
 
 
 def _replay(
-    ticket: Ticket, *, ticket_type_id: int, holder: _Holder, reference_code: str | None
+    ticket: Ticket, *, ticket_type_id: int, holder: Holder, reference_code: str | None
 ) -> TicketCreateResult:
-    if not _is_same_creation(
+    if not is_same_creation(
         ticket, ticket_type_id=ticket_type_id, holder=holder, reference_code=reference_code
     ):
         raise DuplicateExternalId(
@@ -141,7 +154,7 @@ def ticket_create(
     DuplicateReferenceCode, EventNotActive, QuotaExceeded.
     Locks: the ticket type row, from the counter UPDATE until commit.
     """
-    holder = _holder(firstname=firstname, lastname=lastname, email=email, phone=phone)
+    holder = holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone)
     external_id = (external_id or "").strip() or None
     if reference_code is not None:
         try:
@@ -202,7 +215,7 @@ def _ticket_insert(
     *,
     event: Event,
     ticket_type: TicketType,
-    holder: _Holder,
+    holder: Holder,
     external_id: str | None,
     reference_code: str,
     via_api: bool,
@@ -218,7 +231,6 @@ def _ticket_insert(
     if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
         raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
 
-    parsed_phone = phonenumbers.parse(holder.phone)
     order = Order.objects.create(
         event_id=event.pk,
         status=Order.Status.PAID,
@@ -227,7 +239,7 @@ def _ticket_insert(
         buyer_lastname=holder.lastname,
         buyer_email=holder.email,
         buyer_phone=holder.phone,
-        buyer_phone_country=phonenumbers.region_code_for_number(parsed_phone) or "",
+        buyer_phone_country=holder.phone_country,
         paid_at=now,
     )
     ticket = Ticket.objects.create(

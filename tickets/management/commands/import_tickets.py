@@ -1,17 +1,15 @@
 """`manage.py import_tickets <event_id> <file.csv>`: issue tickets from a CSV file.
 
-Every row goes through `ticket_create`, the service behind `POST .../tickets`, so quotas,
-holder validation, reference codes and `external_id` idempotency are the API's. The file is
+Rows are checked as `ticket_create` (the service behind `POST .../tickets`) checks them, so
+quotas, holder validation, reference codes and `external_id` idempotency are the API's, but a
+batch at a time (`tickets.services.importing`, shared with the admin's import). The file is
 read twice, streaming, never whole: first to check it is readable CSV with the needed columns
 (nothing is written if not), then to import it.
 """
 
 from __future__ import annotations
 
-import codecs
-import csv
 import logging
-import sys
 from collections.abc import Iterator
 from contextlib import closing
 from dataclasses import dataclass
@@ -20,60 +18,28 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError, transaction
+from tqdm import tqdm
 
-from events.models import Event, TicketType
-from ticketing.api.exceptions import ApplicationError
+from events.models import Event
 from tickets.exceptions import EventNotActive
-from tickets.models import Ticket
 from tickets.services.common import Actor
-from tickets.services.issuing import ticket_create
+from tickets.services.csv_input import (
+    CsvUnreadable,
+    Header,
+    csv_header,
+    csv_lines,
+    csv_rows,
+)
+from tickets.services.importing import TicketImporter
 
-# Rows per transaction without --atomic: few enough that a sale of the same ticket type waits at
-# most a moment for the counter row, many enough that commits stop dominating.
-CHUNK_ROWS = 100
-
-REQUIRED_COLUMNS = ("firstname", "lastname", "email", "phone", "ticket_type")
-OPTIONAL_COLUMNS = ("external_id", "reference_code")
-# Checked here because a too-long value is a database error, not a validation message.
-_MAX_LENGTHS = {
-    name: Ticket._meta.get_field(name).max_length
-    for name in ("firstname", "lastname", "email", "phone", "external_id", "reference_code")
-}
+# Rows per batch (and, without --atomic, per transaction): each batch is checked with a few
+# queries and written with one INSERT per table and one counter UPDATE per ticket type, so a
+# sale of the same ticket type waits at most for one batch.
+BATCH_ROWS = 1000
 
 
 class _Rollback(Exception):
     """Leaves the import's transaction without saving (dry run, or --atomic with rejections)."""
-
-
-class RowRejected(Exception):
-    pass
-
-
-class _Undecodable(Exception):
-    def __init__(self, line: int, error: UnicodeDecodeError):
-        self.line, self.error = line, error
-
-
-def _decoded_lines(binary, encoding: str) -> Iterator[str]:
-    """The file's text, one line at a time, decoded as it is read.
-
-    Decoding line by line (rather than through a text file, which decodes 8 KB blocks) is what
-    lets a wrong encoding be reported with the line it is on.
-    """
-    decoder = codecs.getincrementaldecoder(encoding)(errors="strict")
-    buffer = ""
-    line = 0
-    try:
-        for line, raw in enumerate(binary, start=1):  # noqa: B007 (read in the handler)
-            buffer += decoder.decode(raw)
-            while (end := buffer.find("\n")) >= 0:
-                yield buffer[: end + 1]
-                buffer = buffer[end + 1 :]
-        buffer += decoder.decode(b"", final=True)
-    except UnicodeDecodeError as exc:
-        raise _Undecodable(line, exc) from None
-    if buffer:
-        yield buffer
 
 
 @dataclass
@@ -84,85 +50,38 @@ class Tally:
     rejected: int = 0
 
 
-def _rows(lines: Iterator[str], delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """(line number where the row starts, cells) for every non-blank row, header included."""
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    line = 1
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as exc:
-            raise CommandError(f"line {reader.line_num}: this is not valid CSV ({exc}).") from None
-        if any(cell.strip() for cell in cells):
-            yield line, cells
-        line = reader.line_num + 1
-
-
-class TicketTypes:
-    """Resolve the `ticket_type` cell: an id of this event's ticket type, or its name."""
-
-    def __init__(self, event: Event):
-        self.by_id: dict[int, TicketType] = {}
-        self.by_name: dict[str, list[TicketType]] = {}
-        for ticket_type in TicketType.objects.filter(event=event):
-            self.by_id[ticket_type.pk] = ticket_type
-            self.by_name.setdefault(ticket_type.name.strip().casefold(), []).append(ticket_type)
-
-    def resolve(self, value: str) -> int:
-        value = value.strip()
-        if not value:
-            raise RowRejected("ticket_type is empty")
-        if value.isdigit() and int(value) in self.by_id:
-            return int(value)
-        matches = self.by_name.get(value.casefold(), [])
-        if len(matches) == 1:
-            return matches[0].pk
-        if matches:
-            ids = ", ".join(str(t.pk) for t in matches)
-            raise RowRejected(f"ticket type name '{value}' is ambiguous (ids {ids}); use the id")
-        raise RowRejected(f"no ticket type '{value}' in this event")
-
-
 class Progress:
-    """A progress line on stderr: redrawn in place on a terminal, every 10% otherwise."""
+    """A tqdm bar on stderr on a terminal; elsewhere (a log, a pipe) a line every 10%."""
 
     def __init__(self, stream, total: int, enabled: bool):
         self.stream, self.total, self.enabled = stream, max(total, 1), enabled
-        self.tty = enabled and stream.isatty()
-        self.shown = 0
+        self.bar = None
+        if enabled and stream.isatty():
+            self.bar = tqdm(total=total, unit="rows", file=stream._out, dynamic_ncols=True)
+        self.done = 0
 
-    def _write(self, text: str) -> None:
-        self.stream.write(text, ending="")
-        self.stream.flush()
-
-    def update(self, done: int) -> None:
+    def update(self, count: int) -> None:
         if not self.enabled:
             return
-        percent = done * 100 // self.total
-        if self.tty:
-            if percent != self.shown or done == self.total:
-                bar = "#" * (percent // 4)
-                self._write(f"\r[{bar:<25}] {done}/{self.total} rows ({percent}%)")
-        elif percent // 10 > self.shown // 10:
-            self._write(f"{done}/{self.total} rows ({percent}%)\n")
-        self.shown = percent
+        if self.bar is not None:
+            self.bar.update(count)
+            return
+        for done in range(self.done + 1, self.done + count + 1):
+            if (done * 100 // self.total) // 10 > ((done - 1) * 100 // self.total) // 10:
+                self.stream.write(f"{done}/{self.total} rows ({done * 100 // self.total}%)")
+        self.done += count
 
-    def clear(self) -> None:
-        if self.tty:
-            self._write("\r" + " " * 60 + "\r")
+    def write(self, stdout, text: str) -> None:
+        """A line on stdout that does not tear the bar."""
+        if self.bar is not None:
+            self.bar.clear()
+        stdout.write(text)
+        if self.bar is not None:
+            self.bar.refresh()
 
     def finish(self) -> None:
-        if self.tty:
-            self._write("\n")
-
-
-def _reason(exc: ApplicationError) -> str:
-    fields = exc.extra.get("fields")
-    if fields:
-        return "; ".join(f"{name}: {errors[0]}" for name, errors in fields.items())
-    return exc.message
+        if self.bar is not None:
+            self.bar.close()
 
 
 class Command(BaseCommand):
@@ -207,7 +126,7 @@ class Command(BaseCommand):
         if len(options["delimiter"]) != 1:
             raise CommandError("--delimiter must be one character.")
 
-        columns, width, total = self._scan(path, options)
+        header, total = self._scan(path, options)
         tally = Tally(rows=total)
         show = options["verbosity"] >= 1
         progress = Progress(self.stderr, total, enabled=show)
@@ -222,15 +141,13 @@ class Command(BaseCommand):
             if atomic or dry_run:
                 try:
                     with transaction.atomic():
-                        self._import(event, path, columns, width, options, tally, progress)
+                        self._import(event, path, header, options, tally, progress)
                         if dry_run or tally.rejected:
                             raise _Rollback
                 except _Rollback:
                     pass
             else:
-                self._import(
-                    event, path, columns, width, options, tally, progress, chunk=CHUNK_ROWS
-                )
+                self._import(event, path, header, options, tally, progress, commit_batches=True)
         finally:
             progress.finish()
             service_log.setLevel(service_log_level)
@@ -248,128 +165,61 @@ class Command(BaseCommand):
     @staticmethod
     def _rows(path: Path, options) -> Iterator[tuple[int, list[str]]]:
         with path.open("rb") as binary:
-            yield from _rows(_decoded_lines(binary, options["encoding"]), options["delimiter"])
+            yield from csv_rows(csv_lines(binary, options["encoding"]), options["delimiter"])
 
-    def _scan(self, path: Path, options) -> tuple[dict[str, int], int, int]:
-        """Column positions, header width and number of data rows; CommandError if unreadable."""
-        columns: dict[str, int] | None = None
-        width = 0
+    def _scan(self, path: Path, options) -> tuple[Header, int]:
+        """The header and the number of data rows; CommandError if the file is unreadable."""
+        header: Header | None = None
         rows = 0
         try:
-            codecs.lookup(options["encoding"])
-        except LookupError:
-            raise CommandError(f"Unknown encoding {options['encoding']!r}.") from None
-        try:
             for _line, cells in self._rows(path, options):
-                if columns is None:
-                    columns, width = self._header(cells), len(cells)
+                if header is None:
+                    header = csv_header(cells)
                 else:
                     rows += 1
-        except _Undecodable as exc:
-            raise CommandError(
-                f"{path}: line {exc.line} is not valid {options['encoding']} "
-                f"({exc.error.reason}). Save the file as UTF-8 or pass --encoding."
-            ) from None
-        if columns is None:
+        except CsvUnreadable as exc:
+            prefix = f"{path}: " if exc.line is not None else ""
+            raise CommandError(f"{prefix}{exc.message}") from None
+        if header is None:
             raise CommandError(f"{path}: the file is empty; the first line must name the columns.")
-        return columns, width, rows
-
-    def _header(self, cells: list[str]) -> dict[str, int]:
-        names = [cell.strip().lower() for cell in cells]
-        duplicates = sorted({n for n in names if n and names.count(n) > 1})
-        if duplicates:
-            raise CommandError(f"Columns named more than once: {', '.join(duplicates)}.")
-        missing = [c for c in REQUIRED_COLUMNS if c not in names]
-        if missing:
-            raise CommandError(
-                f"Missing column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}. "
-                f"The first line must name the columns: {', '.join(REQUIRED_COLUMNS)} "
-                f"(and optionally {', '.join(OPTIONAL_COLUMNS)}); found: {', '.join(names)}."
-            )
-        known = set(REQUIRED_COLUMNS) | set(OPTIONAL_COLUMNS)
-        ignored = [n for n in names if n and n not in known]
-        if ignored:
-            self.stderr.write(f"Ignoring unknown columns: {', '.join(ignored)}.")
-        return {name: i for i, name in enumerate(names) if name in known}
+        if header.ignored:
+            self.stderr.write(f"Ignoring unknown columns: {', '.join(header.ignored)}.")
+        return header, rows
 
     # --- pass 2: import -----------------------------------------------------------------------
 
-    def _import(self, event, path, columns, width, options, tally, progress, *, chunk=None):
-        """Create the file's tickets, each row in its own savepoint so a rejection undoes it alone.
+    def _import(self, event, path, header, options, tally, progress, *, commit_batches=False):
+        """Create the file's tickets a batch at a time; rejected rows are never written.
 
-        Inside the caller's transaction (`--atomic`, `--dry-run`), or, with `chunk`, committing
-        every `chunk` rows: a commit per row would wait for the disk ten thousand times.
+        Inside the caller's transaction (`--atomic`, `--dry-run`), or, with `commit_batches`,
+        committing each batch: one commit per row would wait for the disk ten thousand times.
         """
-        types = TicketTypes(event)
-        actor = Actor()  # an operator: no user, no application
-        done = 0
-
-        def import_rows(part) -> None:
-            nonlocal done
-            first_line = None
-            for line, cells in part:
-                first_line = first_line or line
-                done += 1
+        importer = TicketImporter(
+            event=event, header=header, actor=Actor(), notify=options["notify"]
+        )
+        with closing(self._rows(path, options)) as rows:
+            next(rows)  # the header, checked by the scan
+            for batch in iter(lambda: list(islice(rows, BATCH_ROWS)), []):
                 try:
-                    values = self._values(cells, columns, width)
-                    kwargs = dict(
-                        event=event,
-                        ticket_type_id=types.resolve(values["ticket_type"]),
-                        firstname=values["firstname"],
-                        lastname=values["lastname"],
-                        email=values["email"],
-                        phone=values["phone"],
-                        external_id=values.get("external_id") or None,
-                        reference_code=values.get("reference_code") or None,
-                        suppress_notifications=not options["notify"],
-                        actor=actor,
-                        via_api=False,
-                    )
                     with transaction.atomic():
-                        result = ticket_create(**kwargs)
-                except RowRejected as exc:
-                    self._reject(tally, progress, line, str(exc))
+                        outcomes = importer.import_batch(batch)
                 except EventNotActive as exc:
                     raise CommandError(f"{exc.message} No tickets can be issued.") from None
-                except ApplicationError as exc:
-                    self._reject(tally, progress, line, _reason(exc))
                 except DatabaseError as exc:
-                    kept = f" Rows before line {first_line} were saved." if chunk else ""
+                    kept = f" Rows before line {batch[0][0]} were saved." if commit_batches else ""
                     raise CommandError(
-                        f"line {line}: database error ({exc.__class__.__name__}: {exc}).{kept}"
+                        f"lines {batch[0][0]}-{batch[-1][0]}: database error "
+                        f"({exc.__class__.__name__}: {exc}).{kept}"
                     ) from exc
-                else:
-                    if result.idempotent:
+                for outcome in outcomes:
+                    if outcome.status == "rejected":
+                        tally.rejected += 1
+                        progress.write(self.stdout, f"line {outcome.line}: {outcome.reason}")
+                    elif outcome.status == "existing":
                         tally.existing += 1
                     else:
                         tally.created += 1
-                progress.update(done)
-
-        with closing(self._rows(path, options)) as rows:
-            next(rows)  # the header, checked by the scan
-            if chunk is None:
-                import_rows(rows)
-                return
-            for part in iter(lambda: list(islice(rows, chunk)), []):
-                with transaction.atomic():
-                    import_rows(part)
-
-    def _values(self, cells: list[str], columns: dict[str, int], width: int) -> dict[str, str]:
-        # A shifted row (an unquoted comma in a name) must not land in the wrong columns.
-        if len(cells) != width:
-            raise RowRejected(f"{len(cells)} cells where the header has {width}")
-        values = {}
-        for name, index in columns.items():
-            value = cells[index].strip()
-            if len(value) > _MAX_LENGTHS.get(name, sys.maxsize):
-                raise RowRejected(f"{name}: longer than {_MAX_LENGTHS[name]} characters")
-            values[name] = value
-        return values
-
-    def _reject(self, tally: Tally, progress: Progress, line: int, reason: str) -> None:
-        tally.rejected += 1
-        progress.clear()
-        self.stdout.write(f"line {line}: {reason}")
+                progress.update(len(batch))
 
     def _summary(self, event, tally: Tally, *, saved: bool, dry_run: bool, atomic: bool) -> None:
         self.stdout.write(f"Event {event.pk} '{event.title}': {tally.rows} rows.")

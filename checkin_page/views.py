@@ -1,0 +1,153 @@
+"""The staff check-in page (CONTRACT §15): the page itself and the token it calls the API with.
+
+Both need a signed-in user (the site's login page, the one OAuth uses) who belongs to some
+organizer. The page is static apart from its configuration (the user's events, labels); the
+scanning, the check-ins and the counts are API calls made by its script.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import render
+from django.templatetags.static import static
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_POST
+
+from .selectors import events_for_check_in, last_check_in, member_organizer_ids
+from .services import page_token_issue
+
+# Only this site's own scripts, styles and API; the camera stream is a local blob.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data: blob:",
+        "media-src 'self' blob: mediastream:",
+        "connect-src 'self'",
+        "form-action 'self'",
+        "base-uri 'none'",
+        "frame-ancestors 'none'",
+    ]
+)
+
+
+def _secured(response):
+    response["Content-Security-Policy"] = CONTENT_SECURITY_POLICY
+    response["Permissions-Policy"] = "camera=(self), microphone=(), geolocation=()"
+    response["Referrer-Policy"] = "same-origin"
+    return response
+
+
+def _labels() -> dict[str, str]:
+    """The script's words, translated here: the page has no JavaScript catalog."""
+    return {
+        "admitted": _("Admitted"),
+        "already_used": _("Already used"),
+        "used_at": _("Checked in at %(time)s"),
+        "by_this_device": _("by this device"),
+        "by": _("by %(who)s"),
+        "by_another": _("at another gate or by another person"),
+        "revoked": _("Revoked"),
+        "not_paid": _("Not paid"),
+        "not_found": _("Not found"),
+        "not_found_detail": _("No ticket %(code)s in this event."),
+        "not_allowed": _("Not allowed"),
+        "refused": _("Refused"),
+        "offline": _("No connection"),
+        "offline_detail": _("The scan was not sent. Check the network and scan again."),
+        "wait": _("Too many scans"),
+        "undone": _("Check-in undone"),
+        "undone_detail": _("%(name)s can be scanned again."),
+        "undo": _("Undo last admission"),
+        "checked_in": _("Checked in %(done)s of %(total)s"),
+        "camera_off": _("Camera off"),
+        "camera_start": _("Start camera"),
+        "camera_stop": _("Stop camera"),
+        "camera_on": _("Camera on: hold the QR code in the frame"),
+        "camera_failed": _("No camera: type or scan the code into the field."),
+        "pick_event": _("Pick the event first."),
+        "pick_type": _("Pick the check-in type first."),
+        "session_over": _("Your session has ended: sign in again."),
+    }
+
+
+@never_cache
+@login_required
+@require_GET
+def check_in_page(request):
+    organizer_ids = member_organizer_ids(user_id=request.user.pk)
+    if not organizer_ids:
+        response = render(request, "checkin_page/refused.html", status=403)
+        return _secured(response)
+    events = [
+        {
+            "id": event.pk,
+            "organizer_id": event.organizer_id,
+            "organizer": event.organizer.name,
+            "title": event.title,
+            "starts": timezone.localtime(event.start_at).strftime("%d %b %Y %H:%M"),
+            "check_in_types": [{"id": t.pk, "name": t.name} for t in event.check_in_types.all()],
+        }
+        for event in events_for_check_in(organizer_ids=organizer_ids)
+    ]
+    config = {
+        "api": "/api/public",
+        "token_url": reverse("checkin_page:token"),
+        "last_check_in_url": reverse("checkin_page:last_check_in"),
+        # Loaded only where the browser cannot read QR codes itself (BarcodeDetector).
+        "decoder_url": static("checkin_page/vendor/jsqr-1.4.0/jsQR.js"),
+        "time_zone": settings.TIME_ZONE,
+        "events": events,
+        "labels": _labels(),
+    }
+    return _secured(render(request, "checkin_page/page.html", {"config": config}))
+
+
+@never_cache
+@login_required
+@require_POST
+def page_token(request):
+    """A fresh API token for the page's script (CSRF-checked: it is a same-site POST)."""
+    if not member_organizer_ids(user_id=request.user.pk):
+        return JsonResponse(
+            {"success": False, "error": "not_organizer_member", "message": _("Not a member.")},
+            status=403,
+        )
+    token = page_token_issue(user=request.user)
+    return JsonResponse(
+        {"access_token": token.access_token, "token_type": "Bearer", "expires_in": token.expires_in}
+    )
+
+
+def _positive_int(value: str | None) -> int | None:
+    return int(value) if value and value.isdigit() and 0 < int(value) <= 2**31 - 1 else None
+
+
+@never_cache
+@login_required
+@require_GET
+def last_check_in_view(request):
+    """Who admitted an already-used ticket, and when: `{at, by}`; 404 for a ticket the user's
+    organizers do not hold, or a malformed query."""
+    event_id = _positive_int(request.GET.get("event_id"))
+    ticket_id = _positive_int(request.GET.get("ticket_id"))
+    found = (
+        last_check_in(
+            user_id=request.user.pk,
+            event_id=event_id,
+            ticket_id=ticket_id,
+            check_in_type_id=_positive_int(request.GET.get("check_in_type_id")),
+        )
+        if event_id and ticket_id
+        else None
+    )
+    if found is None:
+        return JsonResponse({"success": False, "error": "not_found"}, status=404)
+    at = timezone.localtime(found["at"]).isoformat(timespec="seconds")
+    return JsonResponse({"success": True, "at": at, "by": found["by"]})
