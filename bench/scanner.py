@@ -2,7 +2,7 @@
 
 Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), from the repository root:
 
-    flock /tmp/bench.lock python bench/scanner.py      # the lock: one bench at a time
+    python bench/scanner.py
     python bench/scanner.py --tickets 20000 --keep-db
 
 It creates a database of its own (the server's name plus `_scanner_bench`), seeds one event of

@@ -2,7 +2,7 @@
 
 Run on PostgreSQL (`DATABASE_URL`), from the repository root, one bench at a time:
 
-    flock /tmp/team/bench.lock python bench/ticket_page.py
+    python bench/ticket_page.py
     python bench/ticket_page.py --event 12     # reuse an event made by an earlier run
 
 It migrates the database, creates an event of 20,000 tickets (by default; one in ten used) and

@@ -126,7 +126,9 @@ def page_token(request):
 
 
 def _positive_int(value: str | None) -> int | None:
-    return int(value) if value and value.isdigit() and 0 < int(value) <= 2**31 - 1 else None
+    if not (value and value.isascii() and value.isdigit()):
+        return None  # also "²", which isdigit() accepts and int() refuses
+    return int(value) if 0 < int(value) <= 2**31 - 1 else None
 
 
 @never_cache

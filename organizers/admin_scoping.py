@@ -356,7 +356,7 @@ class ScopedRelatedFilter(admin.SimpleListFilter):
         value = self.value()
         if value is None:
             return queryset
-        if not (value.isdigit() and int(value) <= INT32_MAX):
+        if not (value.isascii() and value.isdigit() and int(value) <= INT32_MAX):
             return queryset.none()
         return queryset.filter(**{self.field_path or self.parameter_name: int(value)})
 

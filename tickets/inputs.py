@@ -355,7 +355,7 @@ class CheckInBatchInputSerializer(serializers.Serializer):
             scan_id = scan.get("id") if isinstance(scan, dict) else None
             if not isinstance(scan, dict):
                 errors[f"scans.{index}"] = ["Each scan is an object."]
-            elif not isinstance(scan_id, str) or not _SCAN_ID.match(scan_id):
+            elif not isinstance(scan_id, str) or not _SCAN_ID.fullmatch(scan_id):
                 errors[f"scans.{index}.id"] = ["8 to 64 characters of A-Z a-z 0-9 - _."]
             elif scan_id in seen:
                 errors[f"scans.{index}.id"] = ["Another scan of this upload has this id."]

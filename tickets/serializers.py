@@ -342,5 +342,9 @@ class CheckInStatsSerializer(serializers.Serializer):
     tickets = _TicketCountsSerializer()
     ticket_types = _TicketTypeCountSerializer(many=True)
     check_in_types = _CheckInTypeCountSerializer(many=True)
-    timeline = _BucketSerializer(many=True)
+    timeline = _BucketSerializer(
+        many=True,
+        help_text="Successful check-ins per 15 minutes (quarter hours, site time zone), empty "
+        "buckets included, up to the last bucket with a check-in and at most 14 days of them.",
+    )
     generated_at = serializers.DateTimeField()

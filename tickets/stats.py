@@ -19,6 +19,11 @@ from events.models import CheckInType, Event, TicketType
 from .models import CheckInLog, Ticket, TicketCheckIn
 
 BUCKET_SECONDS = 15 * 60
+# The timeline ends with the last bucket holding a check-in and spans at most 14 days: every
+# bucket from the first check-in would be hundreds of thousands of empty ones after a single
+# scan from a gate whose clock was years off (`used_at` may go back to 2000). Older check-ins
+# still count in every other figure.
+TIMELINE_MAX_BUCKETS = 14 * 24 * 4
 
 # A 15-minute bucket by the UTC epoch is also one on the quarter hour in the site time zone:
 # every zone's offset since 1972 is a whole number of quarter hours, and check-in times are
@@ -125,8 +130,10 @@ def _timeline(buckets: dict[int, int]) -> list[Bucket]:
     if not buckets:
         return []
     step = timedelta(seconds=BUCKET_SECONDS)
-    first = datetime.fromtimestamp(min(buckets) * BUCKET_SECONDS, tz=UTC)
+    last = max(buckets)
+    start = max(min(buckets), last - TIMELINE_MAX_BUCKETS + 1)
+    first = datetime.fromtimestamp(start * BUCKET_SECONDS, tz=UTC)
     return [
         Bucket(start=first + i * step, end=first + (i + 1) * step, check_ins=buckets.get(n, 0))
-        for i, n in enumerate(range(min(buckets), max(buckets) + 1))
+        for i, n in enumerate(range(start, last + 1))
     ]

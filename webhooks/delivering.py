@@ -35,6 +35,9 @@ from .secrets import secret_decrypt
 logger = logging.getLogger(__name__)
 
 USER_AGENT = "ticketing-webhooks/1"
+# A retry task runs at its delivery's `next_attempt_at`; one found well before it is a stale
+# copy whose chain was already continued.
+NOT_DUE_LEEWAY_SECONDS = 5
 # The endpoints of one event are posted to at once, so a slow one delays no other.
 _senders = ThreadPoolExecutor(max_workers=8, thread_name_prefix="webhook-send")
 
@@ -66,7 +69,8 @@ def webhook_event_dispatch(*, event_id: str) -> None:
     """Fan a recorded event out to the endpoints subscribed to it, and attempt each delivery.
 
     Run twice (a worker lost mid-task), it adds no delivery (one per event and endpoint) and
-    sends again only what is still pending: receivers deduplicate by `webhook-id`.
+    sends again only those never attempted (receivers deduplicate by `webhook-id`): a failed
+    one already has its retry scheduled.
     """
     event = WebhookEvent.objects.filter(pk=event_id).first()
     if event is None:
@@ -86,7 +90,7 @@ def webhook_event_dispatch(*, event_id: str) -> None:
         ignore_conflicts=True,
     )
     pending = WebhookDelivery.objects.filter(
-        event=event, status=WebhookDelivery.Status.PENDING
+        event=event, status=WebhookDelivery.Status.PENDING, attempt_count=0
     ).select_related("endpoint")
     _attempt(event, list(pending))
 
@@ -94,14 +98,18 @@ def webhook_event_dispatch(*, event_id: str) -> None:
 def webhook_delivery_attempt(*, delivery_id: int) -> None:
     """Attempt one pending delivery (a retry or a redelivery).
 
-    A delivery that is gone (endpoint deleted) or no longer pending (a task run twice) is
-    skipped. A non-2xx answer, a timeout, a refused connection or a refused address is a failed
-    attempt: the next is scheduled, or the delivery fails once it is a day old.
+    A delivery that is gone (endpoint deleted), no longer pending, or whose next attempt is
+    not due (a task run twice, after its first run scheduled the next) is skipped. A non-2xx
+    answer, a timeout, a refused connection or a refused address is a failed attempt: the next
+    is scheduled, or the delivery fails once it is a day old.
     """
     delivery = (
         WebhookDelivery.objects.select_related("event", "endpoint").filter(pk=delivery_id).first()
     )
     if delivery is None or delivery.status != WebhookDelivery.Status.PENDING:
+        return
+    due = delivery.next_attempt_at
+    if due is not None and due > timezone.now() + timedelta(seconds=NOT_DUE_LEEWAY_SECONDS):
         return
     _attempt(delivery.event, [delivery])
 

@@ -158,3 +158,13 @@ def test_email_escapes_holder_and_event_in_html(organizer):
     assert "<strong>&lt;script&gt;x&lt;/script&gt;</strong>" in html
     text = message.get_body(("plain",)).get_content()
     assert "Hello <b>Somsak</b> &," in text  # plain text is not HTML: shown as typed
+
+
+def test_email_subject_is_plain_text(organizer):
+    ticket = ticket_songkran(organizer)
+    ticket.event.title = "Rock & Roll <Live>"
+    ticket.event.save()
+
+    subject = _sent(ticket)["Subject"]
+
+    assert "Rock & Roll <Live>" in subject and "&amp;" not in subject

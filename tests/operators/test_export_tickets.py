@@ -94,3 +94,21 @@ def test_export_orders_counts_tickets_in_one_query(event, tmp_path):
 def test_export_of_an_unknown_event_is_refused(db):
     with pytest.raises(CommandError, match=r"Event 999999 does not exist\."):
         call_command("export_tickets", "999999")
+
+
+@pytest.mark.django_db
+def test_export_quotes_text_a_spreadsheet_would_run_as_a_formula(event):
+    TicketFactory(
+        event=event,
+        reference_code="FORM0001",
+        firstname='=HYPERLINK("http://x.example","click")',
+        lastname="@SUM(A1)",
+        phone="+66812345678",
+    )
+
+    header, row = _export(event)
+    ticket = dict(zip(header, row, strict=True))
+
+    assert ticket["firstname"] == '\'=HYPERLINK("http://x.example","click")'
+    assert ticket["lastname"] == "'@SUM(A1)"
+    assert ticket["phone"] == "+66812345678"  # a plain number stays as it is

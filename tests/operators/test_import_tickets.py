@@ -274,15 +274,17 @@ def test_ambiguous_ticket_type_name_and_other_events_type_id(tmp_path, event, re
         HEADER
         + "A,B,a@example.com,0812345678,Regular,,\n"
         + f"A,B,b@example.com,0812345678,{foreign.pk},,\n"
-        + f"A,B,c@example.com,0812345678,{twin.pk},,\n",
+        + f"A,B,c@example.com,0812345678,{twin.pk},,\n"
+        + "A,B,d@example.com,0812345678,\u00b2,,\n",  # a digit int() refuses
     )
 
     out, _, _ = _run(event, path)
 
-    assert out.splitlines()[:2] == [
+    assert out.splitlines()[:3] == [
         f"line 2: ticket type name 'Regular' is ambiguous (ids {regular.pk}, {twin.pk}); "
         "use the id",
         f"line 3: no ticket type '{foreign.pk}' in this event",
+        "line 5: no ticket type '\u00b2' in this event",
     ]
     assert Ticket.objects.get().ticket_type == twin
 
@@ -376,7 +378,7 @@ def test_per_ticket_service_log_only_when_verbose(
 def test_import_commits_in_batches_and_a_bad_row_is_never_written(
     tmp_path, event, regular, monkeypatch
 ):
-    monkeypatch.setattr("tickets.management.commands.import_tickets.BATCH_ROWS", 3)
+    monkeypatch.setattr("tickets.management.commands.import_tickets.IMPORT_BATCH_ROWS", 3)
     rows = [
         f"Guest{i},Jaidee,guest{i}@example.com,08123456{i:02d},Regular,chunk-{i},\n"
         for i in range(7)

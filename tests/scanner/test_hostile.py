@@ -90,7 +90,21 @@ def test_batch_scan_with_hostile_fields_fails_alone(client, event, ticket_type, 
     assert (result["success"], result["error"]) == (False, "invalid_parameters")
 
 
-@pytest.mark.parametrize("scans", [None, "[]", 5, {"id": "x"}, [None], [[]], [{"id": ["a" * 8]}]])
+@pytest.mark.parametrize(
+    "scans",
+    [
+        None,
+        "[]",
+        5,
+        {"id": "x"},
+        [None],
+        [[]],
+        [{"id": ["a" * 8]}],
+        [{"id": "a" * 8 + "\n", "ticket_id": 1}],  # `$` would let a final newline through
+        [{"id": "a" * 64 + "\n", "ticket_id": 1}],
+        [{"id": "abcdefg\u00b2", "ticket_id": 1}],
+    ],
+)
 def test_batch_with_hostile_scans_is_400(client, event, scans):
     response = client.post(batch_url(event), {"scans": scans}, format="json")
     assert (response.status_code, response.json()["error"]) == (400, "invalid_parameters")

@@ -152,3 +152,30 @@ def test_stats_of_another_organizers_event_is_404(client, organizer):
     other = TicketFactory().event
     response = client.get(stats_url(other).replace(f"/{other.organizer_id}/", f"/{organizer.id}/"))
     assert (response.status_code, response.json()["error"]) == (404, "not_found")
+
+
+def test_the_timeline_spans_at_most_14_days_before_the_last_check_in(client, event, ticket_type):
+    """One scan from a gate whose clock was years off would otherwise add hundreds of thousands
+    of empty buckets; it still counts everywhere else."""
+    early, late = (TicketFactory(event=event, ticket_type=ticket_type) for _ in range(2))
+    upload(
+        client,
+        event,
+        [
+            _scan("skew-0001", early, "2000-01-01T08:00:00+07:00"),
+            _scan("skew-0002", late, "2026-01-10T19:01:00+07:00"),
+        ],
+    )
+
+    body = client.get(stats_url(event)).json()
+
+    timeline = body["timeline"]
+    assert len(timeline) == 14 * 24 * 4
+    assert timeline[-1] == {
+        "start": "2026-01-10T19:00:00+07:00",
+        "end": "2026-01-10T19:15:00+07:00",
+        "check_ins": 1,
+    }
+    assert timeline[0]["start"] == "2025-12-27T19:15:00+07:00"
+    assert sum(b["check_ins"] for b in timeline) == 1
+    assert body["tickets"]["used"] == 2

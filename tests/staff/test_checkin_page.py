@@ -206,3 +206,5 @@ def test_last_check_in_names_who_admitted_the_ticket_for_members_only(client, ga
     CheckInLog.objects.create(ticket=foreign, action="check_in", at=timezone.now())
     assert client.get(url, {"event_id": other.pk, "ticket_id": foreign.pk}).status_code == 404
     assert client.get(url, {"event_id": event.pk, "ticket_id": "x"}).status_code == 404
+    # A digit that int() refuses ("²".isdigit() is true) is malformed too, not a 500.
+    assert client.get(url, {"event_id": "\u00b2", "ticket_id": ticket.pk}).status_code == 404

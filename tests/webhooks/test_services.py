@@ -195,7 +195,8 @@ def test_an_endpoint_failing_for_three_days_is_disabled_and_its_owners_told(
     assert message.to == ["owner@example.com"]
     assert message.subject == f"Webhook disabled: {endpoint.url}"
     assert endpoint.url in message.body and "3 days" in message.body
-    # Its pending deliveries then fail without being sent.
+    # Its pending deliveries then fail without being sent, when their retries come.
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
     webhook_delivery_attempt(delivery_id=delivery.pk)
     delivery.refresh_from_db()
     assert delivery.status == "failed"
@@ -242,3 +243,36 @@ def test_an_attempt_on_a_delivered_delivery_sends_nothing(organizer, receiver, s
 
     assert len(receiver.requests) == 1
     assert WebhookAttempt.objects.count() == 1
+
+
+def test_a_dispatch_run_again_leaves_a_failed_delivery_to_its_retry(organizer, receiver, settings):
+    """Run twice, the dispatch neither sends a failed delivery again nor starts a second chain."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    receiver.statuses = [503]
+    endpoint_for(receiver, organizer)
+    with transaction.atomic():
+        event = webhook_event_record(
+            organizer_id=organizer.id, event_id=1, type="ticket.created", data={}
+        )
+    DBTaskResult.objects.all().delete()
+
+    webhook_event_dispatch(event_id=event.id)
+    webhook_event_dispatch(event_id=event.id)
+
+    assert len(receiver.requests) == 1
+    delivery = WebhookDelivery.objects.get()
+    assert (delivery.status, delivery.attempt_count) == ("pending", 1)
+    assert DBTaskResult.objects.get().args_kwargs == {"args": [delivery.pk], "kwargs": {}}
+
+
+def test_a_retry_found_before_its_time_is_a_stale_copy_and_sends_nothing(
+    organizer, receiver, settings
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    _, delivery = _failing_delivery(
+        organizer, receiver, next_attempt_at=timezone.now() + timedelta(minutes=2)
+    )
+
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    assert receiver.requests == [] and not WebhookAttempt.objects.exists()

@@ -102,7 +102,8 @@ class CheckInLogInline(ReadOnlyInline, admin.TabularInline):
     parent_organizer_path = "event__organizer"
     verbose_name = "check-in history entry"
     verbose_name_plural = "check-in history"
-    fields = ["action", *CHECK_IN_LOG_COLUMNS, "created_at"]
+    # A scanner's upload keeps rejected scans too: `error` tells them from admissions.
+    fields = ["action", *CHECK_IN_LOG_COLUMNS, "scan_id", "error", "created_at"]
     readonly_fields = fields
 
     def get_queryset(self, request):

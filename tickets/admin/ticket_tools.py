@@ -44,7 +44,7 @@ def csv_response(lines, filename: str) -> StreamingHttpResponse:
 def event_id_param(request) -> int:
     """The `event_id` an export or import names. Raises: Http404 (missing or malformed)."""
     raw = request.GET.get("event_id", "")
-    if not raw.isdigit() or int(raw) > INT32_MAX:
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > INT32_MAX:
         raise Http404
     return int(raw)
 

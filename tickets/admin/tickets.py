@@ -44,7 +44,7 @@ class TicketTypeFilter(ScopedRelatedFilter):
     def choices_queryset(self, request, params):
         queryset = super().choices_queryset(request, params).select_related("event")
         event_id = (params.get("event_id") or [None])[-1]
-        if event_id and event_id.isdigit() and int(event_id) <= INT32_MAX:
+        if event_id and event_id.isascii() and event_id.isdigit() and int(event_id) <= INT32_MAX:
             queryset = queryset.filter(event_id=int(event_id))
         return queryset.order_by("event_id", "position", "id")
 

@@ -4,8 +4,8 @@ Every change of a ticket moves it in the sync feed: database triggers set its `c
 (and, on PostgreSQL, `change_xid`, the writing transaction's id) on every insert and update
 of the row, when its check-in types change, and when its ticket type is renamed. A trigger is
 the one place every path goes through: the ORM, `bulk_update`, the admin, the import, the
-one-statement admission and raw SQL alike (`tickets.services.sync` explains how the feed
-reads them). SQLite has no sequence: a one-row counter table stands in for it.
+one-statement admission and raw SQL alike (`tickets.selectors_scanner` explains how the
+feed reads them). SQLite has no sequence: a one-row counter table stands in for it.
 """
 
 import django.db.models.deletion

@@ -9,6 +9,7 @@ time zone, ISO 8601 with offset, as the API renders them); prices are in baht.
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterator
 from datetime import datetime
 
@@ -65,11 +66,24 @@ class _Line:
         return value
 
 
+# A cell starting with one of these is a formula to a spreadsheet: a holder named
+# "=HYPERLINK(...)" would run when staff open the file. Such text is written quoted with "'",
+# unless it is a plain number (an E.164 phone, a negative amount).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(\.[0-9]+)?")
+
+
 def _cell(value) -> str:
     if value is None:
         return ""
     if isinstance(value, datetime):
         return timezone.localtime(value).isoformat(timespec="seconds")
+    if (
+        isinstance(value, str)
+        and value.startswith(_FORMULA_STARTS)
+        and not _PLAIN_NUMBER.fullmatch(value)
+    ):
+        return "'" + value
     return str(value)
 
 

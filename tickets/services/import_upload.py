@@ -19,15 +19,10 @@ from events.models import Event
 
 from .common import Actor
 from .csv_input import CsvUnreadable, csv_header, csv_lines, csv_rows
-from .importing import RowOutcome, TicketImporter
+from .importing import IMPORT_BATCH_ROWS, ImportRollback, RowOutcome, TicketImporter
 
-BATCH_ROWS = 1000
 # Outcomes kept for the page beyond the rejected ones, which are all kept.
 REPORT_ROWS = 200
-
-
-class _Rollback(Exception):
-    """Leaves the preview's transaction without saving."""
 
 
 @dataclass
@@ -62,7 +57,7 @@ def tickets_import_text(
     report = ImportReport()
 
     def import_all() -> None:
-        for batch in iter(lambda: list(islice(rows, BATCH_ROWS)), []):
+        for batch in iter(lambda: list(islice(rows, IMPORT_BATCH_ROWS)), []):
             with transaction.atomic():
                 for outcome in importer.import_batch(batch):
                     setattr(report, outcome.status, getattr(report, outcome.status) + 1)
@@ -75,7 +70,7 @@ def tickets_import_text(
     try:
         with transaction.atomic():
             import_all()
-            raise _Rollback
-    except _Rollback:
+            raise ImportRollback
+    except ImportRollback:
         pass
     return report

@@ -33,6 +33,17 @@ from .publishing import Type, ticket_event_record
 
 logger = logging.getLogger(__package__)
 
+# Rows per batch (and, outside a caller's transaction, per transaction): a batch is checked
+# with a few queries and written with one INSERT per table and one counter UPDATE per ticket
+# type, so a sale of the same ticket type waits at most for one batch.
+IMPORT_BATCH_ROWS = 1000
+
+
+class ImportRollback(Exception):
+    """Raised to leave an import's transaction without saving: a preview, a dry run, or an
+    all-or-nothing import with rejections."""
+
+
 # Checked here because a too-long value is a database error, not a validation message.
 _MAX_LENGTHS = {
     name: Ticket._meta.get_field(name).max_length
@@ -88,7 +99,7 @@ class TicketTypes:
         value = value.strip()
         if not value:
             raise RowRejected("ticket_type is empty")
-        if value.isdigit() and int(value) in self.by_id:
+        if value.isascii() and value.isdigit() and int(value) in self.by_id:
             return self.by_id[int(value)]
         matches = self.by_name.get(value.casefold(), [])
         if len(matches) == 1:

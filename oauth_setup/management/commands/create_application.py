@@ -100,7 +100,7 @@ class Command(BaseCommand):
 def _organizer(value: str) -> Organizer | None:
     if value.strip().lower() == "none":
         return None
-    lookup = {"pk": int(value)} if value.isdigit() else {"slug": value}
+    lookup = {"pk": int(value)} if value.isascii() and value.isdigit() else {"slug": value}
     if lookup.get("pk", 0) > INT32_MAX:
         raise CommandError(f"No organizer {value!r}.")
     organizer = Organizer.objects.filter(**lookup).first()

@@ -30,16 +30,7 @@ from tickets.services.csv_input import (
     csv_lines,
     csv_rows,
 )
-from tickets.services.importing import TicketImporter
-
-# Rows per batch (and, without --atomic, per transaction): each batch is checked with a few
-# queries and written with one INSERT per table and one counter UPDATE per ticket type, so a
-# sale of the same ticket type waits at most for one batch.
-BATCH_ROWS = 1000
-
-
-class _Rollback(Exception):
-    """Leaves the import's transaction without saving (dry run, or --atomic with rejections)."""
+from tickets.services.importing import IMPORT_BATCH_ROWS, ImportRollback, TicketImporter
 
 
 @dataclass
@@ -143,8 +134,8 @@ class Command(BaseCommand):
                     with transaction.atomic():
                         self._import(event, path, header, options, tally, progress)
                         if dry_run or tally.rejected:
-                            raise _Rollback
-                except _Rollback:
+                            raise ImportRollback
+                except ImportRollback:
                     pass
             else:
                 self._import(event, path, header, options, tally, progress, commit_batches=True)
@@ -199,7 +190,7 @@ class Command(BaseCommand):
         )
         with closing(self._rows(path, options)) as rows:
             next(rows)  # the header, checked by the scan
-            for batch in iter(lambda: list(islice(rows, BATCH_ROWS)), []):
+            for batch in iter(lambda: list(islice(rows, IMPORT_BATCH_ROWS)), []):
                 try:
                     with transaction.atomic():
                         outcomes = importer.import_batch(batch)
