@@ -59,6 +59,26 @@ def ticket_type_claim_places(*, ticket_type_id: int, count: int = 1, via_api: bo
     return bool(TicketType.objects.filter(room, pk=ticket_type_id).update(**counters))
 
 
+def ticket_type_places_left(ticket_type: TicketType) -> int:
+    """The places a ticket type has left, as read (no lock): what a preview may count on."""
+    return max(0, ticket_type.quantity - ticket_type.sold_count)
+
+
+def ticket_type_claim_up_to(*, ticket_type_id: int, count: int) -> int:
+    """Take up to `count` places (not through the API): all of them when there is room, else
+    those left; how many were taken.
+
+    Locks: the ticket type row, until the caller's transaction commits.
+    """
+    if ticket_type_claim_places(ticket_type_id=ticket_type_id, count=count, via_api=False):
+        return count
+    ticket_type = TicketType.objects.select_for_update(of=("self",)).get(pk=ticket_type_id)
+    room = min(count, ticket_type_places_left(ticket_type))
+    if room:
+        ticket_type_claim_places(ticket_type_id=ticket_type_id, count=room, via_api=False)
+    return room
+
+
 def ticket_type_release_places(*, ticket_type_id: int, count: int, api_count: int = 0) -> None:
     """Give back places of revoked tickets, `api_count` of them issued through the API.
 

@@ -101,6 +101,29 @@ def test_quota_overflow_in_a_batch_serves_the_earlier_lines(tmp_path, event):
 
 
 @pytest.mark.django_db
+def test_a_dry_run_counts_places_across_batches_without_locking_the_ticket_type(
+    tmp_path, event, monkeypatch
+):
+    """A preview reads the whole file in one rolled-back transaction: claiming places would
+    keep the ticket type locked against sales all that time."""
+    monkeypatch.setattr("tickets.management.commands.import_tickets.IMPORT_BATCH_ROWS", 2)
+    vip = TicketTypeFactory(event=event, name="VIP", quantity=4, sold_count=1)
+
+    with CaptureQueriesContext(connection) as captured:
+        out, error = _run(event, tmp_path, _rows(5, "VIP"), "--dry-run")
+
+    assert [line for line in out.splitlines() if line.startswith("line ")] == [
+        "line 5: Ticket type 'VIP' has no places left.",
+        "line 6: Ticket type 'VIP' has no places left.",
+    ]
+    assert "2 rows rejected" in error
+    assert not [q for q in captured.captured_queries if 'UPDATE "events_tickettype"' in q["sql"]]
+    assert not [q for q in captured.captured_queries if "FOR UPDATE" in q["sql"]]
+    vip.refresh_from_db()
+    assert vip.sold_count == 1 and not Ticket.objects.filter(external_id__isnull=False).exists()
+
+
+@pytest.mark.django_db
 def test_each_imported_ticket_records_its_webhook_event(tmp_path, event):
     TicketTypeFactory(event=event, name="Regular", quantity=10)
     WebhookEndpointFactory(organizer=event.organizer, event_types=["ticket.created"])

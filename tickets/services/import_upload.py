@@ -45,14 +45,18 @@ def tickets_import_text(
     with `dry_run`, everything is rolled back and the report says what would happen.
 
     Raises: CsvUnreadable, EventNotActive.
-    Locks: the ticket types' rows, one batch at a time.
+    Locks: the ticket types' rows, one batch at a time (none in a preview).
     """
     rows = csv_rows(io.StringIO(text, newline=""), ",")
     first = next(rows, None)
     if first is None:
         raise CsvUnreadable(_("The file is empty; the first line must name the columns."))
     importer = TicketImporter(
-        event=event, header=csv_header(first[1]), actor=Actor(user=user), notify=notify
+        event=event,
+        header=csv_header(first[1]),
+        actor=Actor(user=user),
+        notify=notify,
+        preview=dry_run,
     )
     report = ImportReport()
 

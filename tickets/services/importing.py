@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from events.models import Event, TicketType
-from events.services import ticket_type_claim_places
+from events.services import ticket_type_claim_up_to, ticket_type_places_left
 from ticketing.api.exceptions import ApplicationError
 from webhooks.services import webhook_wants
 
@@ -118,9 +118,15 @@ class TicketImporter:
     `notify`, the holder's email task.
     """
 
-    def __init__(self, *, event: Event, header: Header, actor: Actor, notify: bool):
+    def __init__(
+        self, *, event: Event, header: Header, actor: Actor, notify: bool, preview: bool = False
+    ):
         self.event, self.header, self.actor, self.notify = event, header, actor, notify
         self.types = TicketTypes(event)
+        # A preview (rolled back by its caller) counts places in memory instead of claiming
+        # them: no ticket type row stays locked against sales while it reads the whole file.
+        self.preview = preview
+        self._places_left: dict[int, int] = {}
 
     def import_batch(self, rows: list[tuple[int, list[str]]]) -> list[RowOutcome]:
         """One outcome per row, in order. Call inside a transaction: it holds the claims.
@@ -255,23 +261,23 @@ class TicketImporter:
         return kept
 
     def _claimed(self, candidates: list[_Candidate]) -> list[_Candidate]:
-        """Claim places, one UPDATE per ticket type; rows past a type's capacity are rejected,
-        the file's earlier rows first served.
+        """Claim places, one UPDATE per ticket type (a preview counts them in memory); rows
+        past a type's capacity are rejected, the file's earlier rows first served.
 
-        Locks: the ticket types' rows until commit.
+        Locks: the ticket types' rows until commit, unless previewing.
         """
         by_type: dict[int, list[_Candidate]] = defaultdict(list)
         for candidate in candidates:
             by_type[candidate.ticket_type.pk].append(candidate)
         admitted = []
         for type_id, group in by_type.items():
-            if ticket_type_claim_places(ticket_type_id=type_id, count=len(group), via_api=False):
-                admitted.extend(group)
-                continue
-            ticket_type = TicketType.objects.select_for_update(of=("self",)).get(pk=type_id)
-            room = max(0, min(len(group), ticket_type.quantity - ticket_type.sold_count))
-            if room:
-                ticket_type_claim_places(ticket_type_id=type_id, count=room, via_api=False)
+            ticket_type = group[0].ticket_type
+            if self.preview:
+                left = self._places_left.setdefault(type_id, ticket_type_places_left(ticket_type))
+                room = min(len(group), left)
+                self._places_left[type_id] = left - room
+            else:
+                room = ticket_type_claim_up_to(ticket_type_id=type_id, count=len(group))
             admitted.extend(group[:room])
             for candidate in group[room:]:
                 candidate.outcome.status = "rejected"

@@ -186,7 +186,11 @@ class Command(BaseCommand):
         committing each batch: one commit per row would wait for the disk ten thousand times.
         """
         importer = TicketImporter(
-            event=event, header=header, actor=Actor(), notify=options["notify"]
+            event=event,
+            header=header,
+            actor=Actor(),
+            notify=options["notify"],
+            preview=options["dry_run"],
         )
         with closing(self._rows(path, options)) as rows:
             next(rows)  # the header, checked by the scan
