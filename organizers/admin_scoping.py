@@ -36,6 +36,7 @@ _ORGANIZER_PATHS = {
     "tickets.Order": "event__organizer",
     "tickets.Ticket": "event__organizer",
     "tickets.CheckInLog": "ticket__event__organizer",
+    "tickets.ScanRecord": "event__organizer",
     "tickets.TicketCheckIn": "ticket__event__organizer",
     "oauth_setup.Application": "organizer",
 }
