@@ -273,6 +273,7 @@ def test_member_index_lists_the_organizer_models_but_not_accounts(staff_client, 
         "TicketType",
         "Ticket",
         "CheckInLog",
+        "ScanRecord",
         "Order",
         "Application",
     }
