@@ -1,6 +1,6 @@
 """Schemathesis hooks for `bench/hostile.py` (loaded through `SCHEMATHESIS_HOOKS`).
 
-Every check runs on every operation; this drops exactly four kinds of failure, which are about
+Every check runs on every operation; this drops exactly five kinds of failure, which are about
 what a schema can say or what a request can carry, not about the API:
 
 - `positive_data_acceptance` (ST202) on a check-in or renew refused with a 400 naming only
@@ -15,6 +15,9 @@ what a schema can say or what a request can carry, not about the API:
 - `positive_data_acceptance` (ST202) on the sync feed refused with a 400 naming only `cursor`:
   a cursor is valid only if this service signed it for this event (CONTRACT §11), which no
   schema can state.
+- `positive_data_acceptance` (ST202) on a batch upload refused with a 400 naming only scan
+  ids, when the upload does repeat an id: CONTRACT §11 refuses it whole, and a schema can
+  require distinct items but not distinct values of one property.
 - `negative_data_rejection` (ST201) on a batch upload whose shape is right (an object with a
   list of scans, one result per scan) and where a scan failed: CONTRACT §11 fails a scan that
   is wrong on its own (a missing `used_at`, two keys...) alone, in a 200, and replays a scan
@@ -48,6 +51,7 @@ def filter_failure(context, failure, case, response) -> bool:
         return not (
             refused_only_for_a_future_used_at(case, response)
             or refused_only_for_an_unissued_cursor(case, response)
+            or refused_only_for_a_repeated_scan_id(case, response)
         )
     if isinstance(failure, AcceptedNegativeData):
         return not (non_object_sent_as_a_form(case) or a_scan_failed_alone(case, response))
@@ -69,6 +73,20 @@ def refused_only_for_an_unissued_cursor(case, response) -> bool:
         and isinstance(body, dict)
         and set(body.get("fields") or {}) == {"cursor"}
     )
+
+
+def refused_only_for_a_repeated_scan_id(case, response) -> bool:
+    body, sent = _json(response), case.body
+    if case.operation.path != BATCH_PATH or response.status_code != 400:
+        return False
+    if not isinstance(body, dict) or not isinstance(sent, dict):
+        return False
+    fields = set(body.get("fields") or {})
+    scans = sent.get("scans")
+    if not fields or not all(f.startswith("scans.") and f.endswith(".id") for f in fields):
+        return False
+    ids = [s.get("id") for s in scans if isinstance(s, dict)] if isinstance(scans, list) else []
+    return len(ids) != len(set(map(str, ids)))
 
 
 def a_scan_failed_alone(case, response) -> bool:

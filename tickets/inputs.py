@@ -311,6 +311,17 @@ class SyncParams(serializers.Serializer):
     )
     limit = Int32Field(required=False, min_value=1, max_value=1000, default=500)
 
+    def to_internal_value(self, data):
+        # DRF takes a query parameter sent empty as absent; as every list parameter (CONTRACT
+        # §6), it is a 400: an empty cursor is more likely a client's bug than a wish to
+        # start over.
+        blank = [name for name in self.fields if data.get(name) == ""]
+        if blank:
+            raise ValidationError(
+                {name: ["Must not be empty: leave the parameter out instead."] for name in blank}
+            )
+        return super().to_internal_value(data)
+
 
 class BatchScanInputSerializer(_TicketKey, _GateInput):
     """One queued scan: its id, the ticket by exactly one key, the action and its inputs."""
