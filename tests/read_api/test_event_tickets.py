@@ -216,6 +216,15 @@ def test_q_searches_code_names_and_email(app_client, event, ticket_type, tickets
     ]
 
 
+def test_q_does_not_match_across_two_fields(app_client, event, ticket_type, tickets_url):
+    """The fields are searched as one text joined by a separator no one types."""
+    ticket = TicketFactory(event=event, ticket_type=ticket_type, firstname="Malee", lastname="Wong")
+
+    assert ids(app_client.get(tickets_url, {"q": "malee"})) == [ticket.id]
+    assert ids(app_client.get(tickets_url, {"q": "maleewong"})) == []
+    assert ids(app_client.get(tickets_url, {"q": "malee wong"})) == []
+
+
 def test_q_json_filters(app_client, event, tickets_url):
     vip = TicketTypeFactory(event=event)
     target = TicketFactory(event=event, ticket_type=vip, reference_code="ABCD2345", status="used")
