@@ -1,10 +1,14 @@
-"""Helpers every test package may import: API clients with real tokens, the browser's path."""
+"""Helpers every test package may import: API clients with real tokens, the browser's path,
+the live site for browser tests."""
 
 import secrets
+from collections.abc import Iterator
 from datetime import timedelta
 
+import pytest
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
+from pytest_django.live_server_helper import LiveServer
 from rest_framework.test import APIClient
 
 CHROMIUM = "/usr/bin/chromium"
@@ -41,3 +45,19 @@ class TokenClient(APIClient):
         super().__init__(**kwargs)
         self.token = token
         self.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def live_site(ports: range) -> Iterator[str]:
+    """The whole site on 127.0.0.1 at the first free port of `ports` (each browser suite has
+    its own range, so suites run side by side); yields its URL, for a fixture to yield."""
+    last_error = None
+    for port in ports:
+        try:
+            server = LiveServer(f"127.0.0.1:{port}")
+        except OSError as exc:
+            last_error = exc
+            continue
+        yield server.url
+        server.stop()
+        return
+    pytest.fail(f"no free port in {ports}: {last_error}")

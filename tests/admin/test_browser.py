@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 from django.utils import formats, timezone
-from pytest_django.live_server_helper import LiveServer
 
 from tests.factories import (
     EventFactory,
@@ -13,7 +12,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
-from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 from tickets.models import CheckInLog, Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,17 +24,7 @@ OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
 @pytest.fixture
 def admin_server(transactional_db):
     """The whole site on 127.0.0.1, on the first free port of this suite's range."""
-    last_error = None
-    for port in PORTS:
-        try:
-            server = LiveServer(f"127.0.0.1:{port}")
-        except OSError as exc:
-            last_error = exc
-            continue
-        yield server.url
-        server.stop()
-        return
-    pytest.fail(f"no free port in {PORTS}: {last_error}")
+    yield from live_site(PORTS)
 
 
 def test_staff_checks_a_ticket_in_and_sees_its_history(admin_server, organizer):

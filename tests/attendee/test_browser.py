@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 from django.core import mail
-from pytest_django.live_server_helper import LiveServer
 
-from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 from tickets.notifications import ticket_email_send
 from tickets.services.pages import ticket_page_path
 
@@ -24,17 +23,7 @@ MIN_QR_CSS_PX = 240
 @pytest.fixture
 def site(transactional_db):
     """The whole site on 127.0.0.1, on the first free port of this suite's range."""
-    last_error = None
-    for port in PORTS:
-        try:
-            server = LiveServer(f"127.0.0.1:{port}")
-        except OSError as exc:
-            last_error = exc
-            continue
-        yield server.url
-        server.stop()
-        return
-    pytest.fail(f"no free port in {PORTS}: {last_error}")
+    yield from live_site(PORTS)
 
 
 @contextmanager

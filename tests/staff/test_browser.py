@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 
 import pytest
-from pytest_django.live_server_helper import LiveServer
 
 from tests.factories import (
     CheckInTypeFactory,
@@ -18,7 +17,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.staff.camera import qr_video
-from tests.support import CHROMIUM, CHROMIUM_ARGS
+from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 from tickets.models import CheckInLog, Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -32,17 +31,7 @@ WAIT_MS = 20_000  # a scan needs the looped video to bring the code back into vi
 @pytest.fixture
 def site(transactional_db):
     """The whole site on 127.0.0.1, on the first free port of this suite's range."""
-    last_error = None
-    for port in PORTS:
-        try:
-            server = LiveServer(f"127.0.0.1:{port}")
-        except OSError as exc:
-            last_error = exc
-            continue
-        yield server.url
-        server.stop()
-        return
-    pytest.fail(f"no free port in {PORTS}: {last_error}")
+    yield from live_site(PORTS)
 
 
 def test_staff_scans_a_ticket_with_the_camera_and_undoes_it(site, organizer, tmp_path):
