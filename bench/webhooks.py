@@ -11,8 +11,8 @@ In a database of its own, against gunicorn with the production settings (as
 
 1. Check-in throughput with no webhook endpoint and with 3 endpoints of the organizer
    registered, alternately in one run (target: within 10%). No worker runs meanwhile: this is
-   the request's own cost (the event and the task that dispatches it are rows of the
-   check-in's transaction).
+   the request's own cost (the event and the task that renders and dispatches it are rows
+   written by the check-in's one statement).
 2. One `manage.py run_worker` delivering every event those check-ins recorded to the 3
    endpoints, a receiver on 127.0.0.1 (target: ≥ 200 requests/s).
 3. Ticket creation p99 with an SMTP server that accepts connections and never answers versus

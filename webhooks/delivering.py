@@ -73,8 +73,12 @@ def webhook_event_dispatch(*, event_id: str) -> None:
     one already has its retry scheduled.
     """
     event = WebhookEvent.objects.filter(pk=event_id).first()
-    if event is None:
-        return
+    if event is not None:
+        webhook_event_fan_out(event)
+
+
+def webhook_event_fan_out(event: WebhookEvent) -> None:
+    """`webhook_event_dispatch` for an event already read."""
     endpoints = WebhookEndpoint.objects.filter(organizer_id=event.organizer_id, is_active=True)
     WebhookDelivery.objects.bulk_create(
         [

@@ -59,6 +59,8 @@ class WebhookEvent(models.Model):
     )
     type = models.CharField(max_length=32, choices=Type.choices)
     # The body sent, exactly: {"id", "type", "created_at", "organizer_id", "event_id", "data"}.
+    # `data` is None only until the task of an event its change's statement recorded renders it
+    # (services.webhook_event_insert_sql), which is before the first delivery.
     payload = models.JSONField(encoder=DjangoJSONEncoder)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -4,19 +4,27 @@ An event is recorded by the service that makes the change, inside its transactio
 (`webhook_event_record`): the event row and one task to dispatch it, so a rollback sends nothing
 and a commit is never lost, and a change costs two inserts whatever the number of endpoints.
 Workers (`manage.py run_worker`) then fan the event out to the endpoints subscribed to it.
+A change that is one SQL statement (the gate's admission) writes the same two rows from that
+statement (`webhook_event_insert_sql`), and its task renders the event's data before dispatching.
 """
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
+from django.db.models.signals import pre_save
 from django.utils import timezone
+from django_tasks.base import Task
+from django_tasks_db.backend import DatabaseBackend
+from django_tasks_db.models import DBTaskResult
 from rest_framework import serializers
 
-from . import tasks
+from . import delivering, tasks
 from .exceptions import WebhookEndpointDisabled
-from .models import WebhookDelivery, WebhookEndpoint, WebhookEvent
+from .models import WebhookDelivery, WebhookEndpoint, WebhookEvent, new_event_id
 from .network import target_check
 from .secrets import secret_encrypt, secret_generate
 from .selectors import webhook_subscriptions_changed, webhook_types_subscribed
@@ -54,20 +62,32 @@ def webhook_endpoint_delete(*, endpoint_id: int) -> None:
     WebhookEndpoint.objects.filter(pk=endpoint_id).delete()
 
 
-def _iso(value: datetime) -> str:
-    return serializers.DateTimeField().to_representation(value)
+_DATETIME_FIELD = serializers.DateTimeField()
 
 
-def _event_create(*, organizer_id: int, event_id: int | None, type: str, data) -> WebhookEvent:
-    event = WebhookEvent(organizer_id=organizer_id, type=type)
-    event.payload = {
-        "id": event.id,
+def _envelope(
+    *, id: str, type: str, created_at: datetime, organizer_id: int, event_id: int | None, data
+) -> dict:
+    return {
+        "id": id,
         "type": type,
-        "created_at": _iso(event.created_at),
+        "created_at": _DATETIME_FIELD.to_representation(created_at),
         "organizer_id": organizer_id,
         "event_id": event_id,
         "data": data,
     }
+
+
+def _event_create(*, organizer_id: int, event_id: int | None, type: str, data) -> WebhookEvent:
+    event = WebhookEvent(organizer_id=organizer_id, type=type)
+    event.payload = _envelope(
+        id=event.id,
+        type=type,
+        created_at=event.created_at,
+        organizer_id=organizer_id,
+        event_id=event_id,
+        data=data,
+    )
     event.save(force_insert=True)
     return event
 
@@ -169,3 +189,115 @@ def webhook_endpoint_update(
     endpoint.url, endpoint.event_types, endpoint.is_active = url, event_types, is_active
     endpoint.save()
     return endpoint
+
+
+# --- Recorded by the change's own statement -------------------------------------------------
+
+
+def webhook_event_insert_sql(*, source: str, task: Task, args: Sequence[str]) -> str:
+    """Two clauses of a WITH (`webhook_event AS (...), webhook_task AS (...)`) that record an
+    event for each row of `source`, a FROM clause (the change's statement yields one row, or
+    none when it changed nothing): the event, its `data` None, and the task `task(event id,
+    *args)`, `args` being SQL expressions over `source`. The task renders the data from them and
+    calls `webhook_event_complete`. Values: `webhook_event_insert_params`.
+
+    For a change that is one autocommit statement, to which `webhook_event_record` would add a
+    transaction and three round trips. Each column is written as the ORM would write it, from
+    its model field; tests/webhooks/test_statement_events.py holds the task row to the one
+    django-tasks' `enqueue` writes.
+    """
+    backend = task.get_backend()
+    assert isinstance(backend, DatabaseBackend), "the task row goes to django-tasks' table"
+    backend.validate_task(task)  # as `enqueue` does, once
+    task_args = ", ".join(["%(webhook_event_id)s::text", *args])
+    args_kwargs = (
+        f"jsonb_build_object('args', jsonb_build_array({task_args}), 'kwargs', '{{}}'::jsonb)"
+    )
+    return ", ".join(
+        [
+            _insert_sql(WebhookEvent, "webhook_event", source, {}),
+            _insert_sql(DBTaskResult, "webhook_task", source, {"args_kwargs": args_kwargs}),
+        ]
+    )
+
+
+def webhook_event_insert_params(
+    *, organizer_id: int, event_id: int | None, type: str, task: Task, at: datetime
+) -> dict[str, Any]:
+    """The values of `webhook_event_insert_sql`'s rows for one change made `at`: the event with
+    the envelope `webhook_event_record` writes, and the task row with a fresh id."""
+    assert type in EVENT_TYPES, type
+    pk = new_event_id()
+    event = {
+        "id": pk,
+        "organizer_id": organizer_id,
+        "type": type,
+        "payload": _envelope(
+            id=pk,
+            type=type,
+            created_at=at,
+            organizer_id=organizer_id,
+            event_id=event_id,
+            data=None,
+        ),
+        "created_at": at,
+    }
+    db = connections[DEFAULT_DB_ALIAS]
+    return {
+        **{
+            f"webhook_event_{f.attname}": f.get_db_prep_save(event[f.attname], db)
+            for f in WebhookEvent._meta.concrete_fields
+        },
+        **_task_row(task),
+        "webhook_task_id": task.get_backend()._get_id(),
+        "webhook_task_enqueued_at": at,
+    }
+
+
+def webhook_event_complete(*, event_id: str, data: Callable[[], dict]) -> None:
+    """Give an event recorded by a statement (`webhook_event_insert_sql`) its data, then
+    dispatch it: the body of its task.
+
+    The data is saved once, before the first delivery, by a conditional UPDATE: a second run of
+    the task (a worker lost) finds it saved, or loses the UPDATE and reads the winner's, so
+    every attempt and redelivery sends the same body; dispatching twice sends nothing twice.
+    """
+    event = WebhookEvent.objects.filter(pk=event_id).first()
+    if event is None:
+        return
+    if event.payload["data"] is None:
+        payload = {**event.payload, "data": data()}
+        WebhookEvent.objects.filter(pk=event_id, payload__data=None).update(payload=payload)
+        # As stored (PostgreSQL orders a JSON object's keys): the bytes every attempt sends.
+        event.refresh_from_db(fields=["payload"])
+    delivering.webhook_event_fan_out(event)
+
+
+def _insert_sql(model: type[models.Model], name: str, source: str, statement: dict) -> str:
+    fields = model._meta.concrete_fields
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    values = ", ".join(statement.get(f.attname) or f"%({name}_{f.attname})s" for f in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    return f"{name} AS (\n  INSERT INTO {table} ({columns})\n  SELECT {values} FROM {source}\n)"
+
+
+@functools.cache
+def _task_row(task: Task) -> dict[str, Any]:
+    """The task row's values but its id, time (`enqueued_at`) and arguments, the same for every
+    call: the row `enqueue` builds, as `save()` would insert it (after the `pre_save` signal,
+    where django-tasks sets `run_after`)."""
+    backend = task.get_backend()
+    row = DBTaskResult(
+        priority=task.priority,
+        task_path=task.module_path,
+        queue_name=task.queue_name,
+        run_after=task.run_after,
+        backend_name=backend.alias,
+    )
+    db = connections[DEFAULT_DB_ALIAS]
+    pre_save.send(sender=DBTaskResult, instance=row, raw=False, using=db.alias, update_fields=None)
+    return {
+        f"webhook_task_{f.attname}": f.get_db_prep_save(f.pre_save(row, True), db)
+        for f in DBTaskResult._meta.concrete_fields
+        if f.attname not in ("id", "enqueued_at", "args_kwargs")
+    }

@@ -29,7 +29,12 @@ from ..models import CheckInLog, Order, Ticket, TicketCheckIn, TicketFormAnswer
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, simple_check_in_sql
 from ..selectors import check_in_types_for_ticket, ticket_for_output, with_form_answers
 from .common import Actor, iso, ticket_lock, violates
-from .publishing import Type, ticket_event_record
+from .publishing import (
+    Type,
+    ticket_checked_in_params,
+    ticket_checked_in_sql,
+    ticket_event_record,
+)
 from .scans import GateInputs, GateResult, TicketKey, TypeResult
 
 
@@ -75,16 +80,15 @@ def ticket_check_in_at_gate(
     by id or by scanned code.
 
     On PostgreSQL a simple-mode admission without a tag to bind is first tried as one statement
-    (`_admit`); anything it does not admit (a rejection, multiple mode) goes to
+    in autocommit (`_admit`); anything it does not admit (a rejection, multiple mode) goes to
     `ticket_check_in`, which decides and explains. When some webhook endpoint of the organizer
-    wants `ticket.checked_in`, the statement and the event share one transaction; when none
-    does (known to the process, usually), the statement runs alone, in autocommit.
+    wants `ticket.checked_in` (known to the process, usually), that statement also records the
+    event and its task, so the webhook costs the request no transaction and no round trip.
 
     Raises: NotFound (event or ticket), and what `ticket_check_in` raises.
     """
     if options.get("nfc_uid") is None and transaction.get_connection().vendor == "postgresql":
-        admit = functools.partial(
-            _admit,
+        ticket = _admit(
             organizer_id=organizer_id,
             event_id=event_id,
             key=key,
@@ -92,16 +96,8 @@ def ticket_check_in_at_gate(
             at=options.get("used_at") or timezone.now(),
             note=options.get("note", ""),
             scan_id=options.get("scan_id"),
+            publish=webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CHECKED_IN),
         )
-        if webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CHECKED_IN):
-            with transaction.atomic():
-                ticket = admit()
-                if ticket is not None:
-                    ticket_event_record(
-                        organizer_id=organizer_id, ticket=ticket, type=Type.TICKET_CHECKED_IN
-                    )
-        else:
-            ticket = admit()
         if ticket is not None:
             return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
     event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
@@ -117,34 +113,36 @@ def _admit(
     at: datetime,
     note: str,
     scan_id: str | None = None,
+    publish: bool = False,
 ) -> Ticket | None:
-    """Simple-mode check-in as one conditional UPDATE with its audit row; None if a rule or the
-    mode says no, or nothing matches. The ticket is found by `key` in the statement itself,
-    through the event's unique index on that key.
+    """Simple-mode check-in as one conditional UPDATE with its audit row, and with `publish` its
+    `ticket.checked_in` (`ticket_checked_in_sql`); None if a rule or the mode says no, or
+    nothing matches. The ticket is found by `key` in the statement itself, through the event's
+    unique index on that key.
 
     Of two gates scanning at once, the second waits for the first's row lock, finds the ticket
-    used, updates nothing and falls through to the locked path, which says so. The statement
-    commits on its own unless the caller holds a transaction (for its webhook event); should
-    the form answers then fail to load, the gate's retry gets
-    `ticket_already_used` with the ticket, as after any answer lost on the way.
+    used, updates nothing (and so records no event) and falls through to the locked path, which
+    says so. The statement commits on its own: should the form answers then fail to load, the
+    gate's retry gets `ticket_already_used` with the ticket, as after any answer lost on the way.
     """
+    now = timezone.now()
+    params = {
+        "key": key.value,
+        "nfc_uid": key.nfc_uid,
+        "event_id": event_id,
+        "organizer_id": organizer_id,
+        "at": at,
+        "now": now,
+        "user_id": actor.user.pk if actor.user else None,
+        "application_id": actor.application.pk if actor.application else None,
+        "note": note,
+        "scan_id": scan_id,
+    }
+    if publish:
+        params |= ticket_checked_in_params(organizer_id=organizer_id, event_id=event_id, at=now)
     connection = transaction.get_connection()
     with connection.cursor() as cursor:
-        cursor.execute(
-            _admit_sql(key.column),
-            {
-                "key": key.value,
-                "nfc_uid": key.nfc_uid,
-                "event_id": event_id,
-                "organizer_id": organizer_id,
-                "at": at,
-                "now": timezone.now(),
-                "user_id": actor.user.pk if actor.user else None,
-                "application_id": actor.application.pk if actor.application else None,
-                "note": note,
-                "scan_id": scan_id,
-            },
-        )
+        cursor.execute(_admit_sql(key.column, publish=publish), params)
         row = cursor.fetchone()
     if row is None:
         return None
@@ -167,13 +165,16 @@ def _admit_columns() -> tuple[list[str], list[str]]:
 
 
 @functools.cache
-def _admit_sql(key_column: str = "id") -> str:
+def _admit_sql(key_column: str = "id", *, publish: bool = False) -> str:
     if key_column not in ("id", "reference_code", "nfc_uid"):
         raise ValueError(f"not a unique key of a ticket in its event: {key_column}")
     ticket_columns, type_columns = _admit_columns()
     returning = ", ".join(f"t.{c}" for c in ticket_columns)
     ticket_type = ", ".join(f"tt.{c}" for c in type_columns)
     admitted = ", ".join(f"admitted.{c}" for c in ticket_columns)
+    # Data-modifying clauses run whether or not the SELECT reads them; from `admitted`, they
+    # write only when the UPDATE admitted the ticket.
+    webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
     return f"""
         WITH admitted AS (
             UPDATE {Ticket._meta.db_table} AS t
@@ -192,7 +193,7 @@ def _admit_sql(key_column: str = "id") -> str:
             SELECT id, NULL, '{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s,
                 %(application_id)s, %(nfc_uid)s, %(note)s, %(now)s, event_id, %(scan_id)s
             FROM admitted
-        )
+        ){webhook}
         SELECT {admitted}, {ticket_type}, EXISTS (
             SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = admitted.id
         )

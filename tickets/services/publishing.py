@@ -4,18 +4,31 @@ Each service that changes a ticket or an order calls one of these inside its tra
 event commits or rolls back with the change. The payload's `data` is the API's own Ticket or
 Order representation, built only when some endpoint wants the event; neither needs a request
 (`ticket_url` is built from `SITE_URL`), so a payload is the same whichever interface made the
-change.
+change. The gate's one-statement admission is the exception that cannot build it in the
+request: its statement records the event with the ticket's row as admitted, and a task renders
+the same representation from that row (`ticket_checked_in_sql`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
+from django.db import DEFAULT_DB_ALIAS, models
+from django_tasks import task
+
+from events.models import TicketType
 from webhooks.models import WebhookEvent
-from webhooks.services import webhook_event_record, webhook_wants
+from webhooks.services import (
+    webhook_event_complete,
+    webhook_event_insert_params,
+    webhook_event_insert_sql,
+    webhook_event_record,
+    webhook_wants,
+)
 
 from ..models import Order, Ticket
-from ..selectors import orders_for_output, tickets_for_output
+from ..selectors import orders_for_output, tickets_for_output, with_form_answers
 from ..serializers import OrderSerializer, TicketSerializer
 
 Type = WebhookEvent.Type
@@ -49,3 +62,60 @@ def order_cancelled_record(*, organizer_id: int, order: Order, revoked: Iterable
     tickets = list(tickets_for_output(Ticket.objects.filter(pk__in=revoked_ids)).order_by("pk"))
     for ticket in tickets:
         ticket_event_record(organizer_id=organizer_id, ticket=ticket, type=Type.TICKET_REVOKED)
+
+
+# --- `ticket.checked_in` from the gate's one statement --------------------------------------
+
+
+def ticket_checked_in_sql(*, admitted: str) -> str:
+    """Clauses of a WITH that record `ticket.checked_in` for the ticket `admitted` yields (the
+    name of a query returning the ticket's row): the event, and the task that renders its data
+    from that row and its ticket type's (`ticket_checked_in_publish`). For the gate's
+    admission, which is one autocommit statement; values: `ticket_checked_in_params`."""
+    return webhook_event_insert_sql(
+        source=f"{admitted} JOIN {TicketType._meta.db_table} AS admitted_type"
+        f" ON admitted_type.id = {admitted}.ticket_type_id",
+        task=ticket_checked_in_publish,
+        args=[
+            f"jsonb_build_object('ticket', to_jsonb({admitted}),"
+            " 'ticket_type', to_jsonb(admitted_type))"
+        ],
+    )
+
+
+def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) -> dict:
+    """The values of `ticket_checked_in_sql` for one admission, made `at`."""
+    return webhook_event_insert_params(
+        organizer_id=organizer_id,
+        event_id=event_id,
+        type=Type.TICKET_CHECKED_IN,
+        task=ticket_checked_in_publish,
+        at=at,
+    )
+
+
+@task()
+def ticket_checked_in_publish(webhook_event_id: str, admitted: dict) -> None:
+    """Give a `ticket.checked_in` the gate's statement recorded its data, the API's Ticket as
+    that statement admitted it (`admitted`: the rows of the ticket and its type), and dispatch it.
+
+    The form answers are read now: a check-in does not change them.
+    """
+    webhook_event_complete(
+        event_id=webhook_event_id,
+        data=lambda: {"ticket": TicketSerializer().to_representation(_ticket_from(admitted))},
+    )
+
+
+def _ticket_from(admitted: dict) -> Ticket:
+    ticket = _instance_from(Ticket, admitted["ticket"])
+    ticket.ticket_type = _instance_from(TicketType, admitted["ticket_type"])
+    return with_form_answers(ticket)
+
+
+def _instance_from(model: type[models.Model], row: dict) -> models.Model:
+    """The instance a query would load, from its row as `to_jsonb` wrote it: each field parses
+    its JSON value (a timestamp's text, for one)."""
+    fields = model._meta.concrete_fields
+    values = [f.to_python(row[f.column]) for f in fields]
+    return model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in fields], values)

@@ -1,0 +1,290 @@
+"""`ticket.checked_in` from the gate's one statement (PostgreSQL, CONTRACT §13): with an endpoint
+subscribed, the admission still costs one autocommit statement, which also writes the event and
+its task; the task renders the API's Ticket as admitted, and a worker delivers it signed."""
+
+import json
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
+from standardwebhooks.webhooks import Webhook
+
+from events.models import TicketType
+from tests.factories import (
+    EventFactory,
+    FormFieldFactory,
+    OrderFactory,
+    TicketFactory,
+    TicketTypeFactory,
+)
+from tests.support import TokenClient, mint_token
+from tests.task_support import run_due_tasks
+from tests.write_api.helpers import checkin_url
+from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
+from tickets.models import Ticket, TicketFormAnswer
+from tickets.serializers import TicketSerializer
+from tickets.services import gate
+from tickets.services.common import Actor
+from tickets.services.publishing import Type, ticket_checked_in_publish, ticket_event_record
+from tickets.services.scans import TicketKey
+from webhooks import delivering
+from webhooks.models import WebhookDelivery, WebhookEvent
+from webhooks.services import webhook_endpoint_create, webhook_event_complete, webhook_wants
+
+from .helpers import endpoint_for, wait_for
+
+pytestmark = [pytest.mark.postgres, pytest.mark.usefixtures("private_urls_allowed")]
+
+URL = "http://127.0.0.1:9/in"  # never sent to: only the worker test sends, to its receiver
+PUBLISH = "ticket_checked_in_publish"
+
+
+def _endpoint(organizer, event_types=("*",)) -> None:
+    webhook_endpoint_create(organizer_id=organizer.id, url=URL, event_types=list(event_types))
+
+
+def _holder_ticket(event, ticket_type) -> Ticket:
+    ticket = TicketFactory(
+        event=event,
+        ticket_type=ticket_type,
+        order=OrderFactory(event=event),
+        firstname="สมชาย",
+        lastname="Jaidee",
+        email="somchai@example.com",
+    )
+    field = FormFieldFactory(event=event, label="T-shirt size")
+    TicketFormAnswer.objects.create(ticket=ticket, field=field, value="L")
+    return ticket
+
+
+def _check_in(ticket: Ticket):
+    return gate.ticket_check_in_at_gate(
+        organizer_id=ticket.event.organizer_id,
+        event_id=ticket.event_id,
+        key=TicketKey.id(ticket.id),
+        actor=Actor(),
+    )
+
+
+def _body(payload: dict) -> str:
+    """The bytes a delivery sends (webhooks.delivering)."""
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+def _publish_without_sending(monkeypatch) -> None:
+    """Run the statement's tasks here; no worker and no receiver: render, send nothing."""
+    monkeypatch.setattr(delivering, "webhook_event_fan_out", lambda event: None)
+    assert run_due_tasks(name_contains=PUBLISH) >= 1
+
+
+@pytest.fixture
+def locked_path_not_expected(monkeypatch):
+    def not_expected(**kwargs):
+        raise AssertionError("the admission statement should have admitted the ticket")
+
+    monkeypatch.setattr(gate, "ticket_check_in", not_expected)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("locked_path_not_expected")
+def test_an_admission_with_an_endpoint_subscribed_is_one_autocommit_statement(event, ticket_type):
+    _endpoint(event.organizer, ["ticket.checked_in"])
+    ticket = TicketFactory(event=event, ticket_type=ticket_type)
+    webhook_wants(organizer_id=event.organizer_id, type=Type.TICKET_CHECKED_IN)  # as known, usually
+
+    with CaptureQueriesContext(connection) as context:
+        result = _check_in(ticket)
+
+    [statement] = [q["sql"] for q in context.captured_queries]  # no BEGIN, no COMMIT
+    assert WebhookEvent._meta.db_table in statement
+    assert DBTaskResult._meta.db_table in statement
+    assert result.ticket.status == "used"
+    [event_row] = WebhookEvent.objects.all()
+    [task_row] = DBTaskResult.objects.all()
+    assert task_row.args_kwargs["args"][0] == event_row.id
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("locked_path_not_expected")
+def test_a_check_in_request_costs_the_same_statements_with_an_endpoint_as_without(
+    event, ticket_type, application, member
+):
+    client = TokenClient(mint_token(application=application, user=member, scope="public organizer"))
+    tickets = TicketFactory.create_batch(4, event=event, ticket_type=ticket_type)
+
+    def statements(warm_up: Ticket, counted: Ticket) -> list[str]:
+        assert client.post(checkin_url(warm_up)).status_code == 200  # token, subscriptions
+        with CaptureQueriesContext(connection) as context:
+            assert client.post(checkin_url(counted)).status_code == 200
+        return [q["sql"] for q in context.captured_queries]
+
+    without = statements(*tickets[:2])
+    _endpoint(event.organizer)
+    with_endpoint = statements(*tickets[2:])
+
+    assert len(with_endpoint) == len(without)
+    assert not {"BEGIN", "COMMIT"} & set(with_endpoint)
+    assert DBTaskResult._meta.db_table in with_endpoint[-1]
+    assert WebhookEvent.objects.count() == 2  # the warm-up's and the counted one's
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("locked_path_not_expected")
+def test_the_event_carries_the_ticket_as_admitted_byte_for_byte(event, ticket_type, monkeypatch):
+    _endpoint(event.organizer)
+    ticket = _holder_ticket(event, ticket_type)
+
+    admitted = _check_in(ticket).ticket
+    as_admitted = TicketSerializer().to_representation(admitted)
+    with transaction.atomic():  # the same Ticket recorded as every other service records it
+        ticket_event_record(
+            organizer_id=event.organizer_id, ticket=admitted, type=Type.TICKET_CHECKED_IN
+        )
+    # Changed after the admission, before the task runs: the payload does not show it.
+    Ticket.objects.filter(pk=ticket.pk).update(firstname="Later")
+    TicketType.objects.filter(pk=ticket_type.pk).update(name="Renamed later")
+    _publish_without_sending(monkeypatch)
+
+    by_statement, by_orm = WebhookEvent.objects.order_by("created_at")
+    assert by_statement.payload["data"] == {"ticket": as_admitted}
+    assert _body(by_statement.payload["data"]) == _body(by_orm.payload["data"])
+    assert as_admitted["forms"] == [
+        {"id": ticket.form_answers.get().field_id, "label": "T-shirt size", "value": "L"}
+    ]
+    assert (as_admitted["firstname"], as_admitted["ticket_type"]["name"]) == (
+        "สมชาย",
+        ticket_type.name,
+    )
+    assert by_statement.created_at == admitted.updated_at
+    assert by_statement.payload == {
+        "id": by_statement.id,
+        "type": "ticket.checked_in",
+        "created_at": timezone.localtime(by_statement.created_at).isoformat(),
+        "organizer_id": event.organizer_id,
+        "event_id": event.id,
+        "data": {"ticket": as_admitted},
+    }
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("locked_path_not_expected")
+def test_the_task_row_is_the_one_django_tasks_enqueue_writes(event, ticket_type):
+    """Every column but the id and the time: a django-tasks upgrade that changes its row fails
+    here, not in production."""
+    _endpoint(event.organizer)
+    before = timezone.now()
+    _check_in(TicketFactory(event=event, ticket_type=ticket_type))
+    by_statement = DBTaskResult.objects.get()
+
+    by_enqueue = ticket_checked_in_publish.enqueue(*by_statement.args_kwargs["args"]).id
+
+    rows = [
+        DBTaskResult.objects.filter(pk=pk).values().get() for pk in (by_statement.pk, by_enqueue)
+    ]
+    assert rows[0].keys() == {f.attname for f in DBTaskResult._meta.concrete_fields}
+    for row in rows:
+        assert before <= row.pop("enqueued_at") <= timezone.now()
+        row.pop("id")
+    assert rows[0] == rows[1]
+    assert by_statement.task.func is ticket_checked_in_publish.func
+    assert by_statement.status == TaskResultStatus.READY
+
+
+@pytest.mark.django_db
+def test_a_rejected_admission_writes_no_event_from_the_statement(event, ticket_type):
+    _endpoint(event.organizer)
+    used = TicketFactory(
+        event=event, ticket_type=ticket_type, status="used", used_at=timezone.now()
+    )
+    revoked = TicketFactory(event=event, ticket_type=ticket_type, status="revoked")
+    admit = {
+        "organizer_id": event.organizer_id,
+        "event_id": event.id,
+        "actor": Actor(),
+        "at": timezone.now(),
+        "note": "",
+        "publish": True,
+    }
+
+    for ticket in (used, revoked):
+        assert gate._admit(key=TicketKey.id(ticket.id), **admit) is None
+    for ticket, error in ((used, TicketAlreadyUsed), (revoked, TicketRevoked)):
+        with pytest.raises(error):
+            _check_in(ticket)
+
+    assert not WebhookEvent.objects.exists()
+    assert not DBTaskResult.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_second_admission_of_the_ticket_writes_no_second_event(event, ticket_type):
+    """The loser of two gates scanning at once: its statement finds the ticket used."""
+    _endpoint(event.organizer)
+    ticket = TicketFactory(event=event, ticket_type=ticket_type)
+    admit = {
+        "organizer_id": event.organizer_id,
+        "event_id": event.id,
+        "key": TicketKey.id(ticket.id),
+        "actor": Actor(),
+        "at": timezone.now(),
+        "note": "",
+        "publish": True,
+    }
+
+    assert gate._admit(**admit) is not None
+    assert gate._admit(**admit) is None
+
+    assert WebhookEvent.objects.count() == DBTaskResult.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_the_task_run_again_sends_the_body_saved_first(event, ticket_type, monkeypatch):
+    """A worker lost mid-task runs it again, after the first run or beside it: the body saved
+    first is the one every run dispatches."""
+    _endpoint(event.organizer)
+    ticket = _holder_ticket(event, ticket_type)
+    _check_in(ticket)
+    args = DBTaskResult.objects.get().args_kwargs["args"]
+    dispatched = []
+    monkeypatch.setattr(
+        delivering, "webhook_event_fan_out", lambda e: dispatched.append(_body(e.payload))
+    )
+
+    def rendered_while_another_run_saves_its_own():
+        ticket_checked_in_publish.call(*args)  # the other run, which wins the UPDATE
+        return {"ticket": "lost"}
+
+    webhook_event_complete(event_id=args[0], data=rendered_while_another_run_saves_its_own)
+    TicketFormAnswer.objects.filter(ticket=ticket).update(value="XL")
+    ticket_checked_in_publish.call(*args)  # after both
+
+    saved = WebhookEvent.objects.get().payload
+    assert saved["data"]["ticket"]["forms"][0]["value"] == "L"
+    assert dispatched == [_body(saved)] * 3  # the bytes, not only the values
+
+
+def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
+    shared_database, manager, receiver, workers
+):
+    _, secret = endpoint_for(receiver, manager, ["ticket.checked_in"])
+    receiver.statuses = [503]  # the first attempt fails; the retry is due a second later
+    event = EventFactory(organizer=manager)
+    ticket = _holder_ticket(event, TicketTypeFactory(event=event))
+    as_admitted = TicketSerializer().to_representation(_check_in(ticket).ticket)
+    workers.start()
+
+    delivered = WebhookDelivery.objects.filter(status="delivered", attempt_count=2)
+    wait_for(delivered.exists, timeout=30, what="delivered at the second attempt", log=workers.log)
+
+    recorded = WebhookEvent.objects.get()
+    first, retry = receiver.requests
+    assert first["body"] == retry["body"] == _body(recorded.payload)
+    for request in (first, retry):
+        assert request["headers"]["webhook-id"] == recorded.id
+        payload = Webhook(secret).verify(request["body"], request["headers"])
+        assert payload["data"] == {"ticket": as_admitted}
+    publish = DBTaskResult.objects.filter(task_path__endswith=PUBLISH)
+    assert [t.status for t in publish] == [TaskResultStatus.SUCCESSFUL]
