@@ -105,6 +105,16 @@ def _organizer_from_path(request, view, *, with_membership_of=None) -> Organizer
     return access
 
 
+def _own_organizer(request, view, caller: Caller) -> OrganizerAccess | None:
+    """Step 4 for an application token on its own organizer's path, without a query: an
+    organizer's deletion takes its applications and their tokens with it."""
+    owner_id = caller.application.organizer_id
+    if owner_id is None or owner_id != view.kwargs.get("organizer_id"):
+        return None
+    request.organizer_id = owner_id
+    return OrganizerAccess(organizer_id=owner_id, role=None)
+
+
 def _check_application_owner(caller: Caller, organizer: OrganizerAccess) -> None:
     """Steps 5 and 6: tokens issued through another organizer's application (a user token
     through a platform application never mismatches)."""
@@ -145,7 +155,7 @@ class OrganizerResource(BasePermission):
         else:
             if not caller.has_scope("public"):
                 raise InsufficientScope("public")
-            organizer = _organizer_from_path(request, view)
+            organizer = _own_organizer(request, view, caller) or _organizer_from_path(request, view)
         _check_application_owner(caller, organizer)
         if caller.is_user_token:
             if organizer.role is None:

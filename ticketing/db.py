@@ -72,3 +72,132 @@ def planned_for_their_values(using: str = DEFAULT_DB_ALIAS) -> Iterator[None]:
         yield
     finally:
         driver_connection.prepare_threshold = threshold
+
+
+# --- Plain statements that load model instances ---------------------------------------------
+# The ORM compiles a query anew each time it runs; on the hottest reads (an event, a ticket by
+# its code) that compilation costs more than the statement's round trip. These build the same
+# instances from a hand-written statement: its select list from the model's fields, its values
+# through the same converters the ORM applies (SQLite returns text for dates and times).
+
+
+@functools.cache
+def select_list(model, table_alias: str) -> str:
+    """`alias.column, ...` of every concrete field of `model`, in `from_row`'s order."""
+    return ", ".join(f"{table_alias}.{field.column}" for field in model._meta.concrete_fields)
+
+
+@functools.cache
+def _row_reading(model, using: str) -> tuple[list[str], list[tuple]]:
+    connection = connections[using]
+    fields = model._meta.concrete_fields
+    converters = []
+    for position, field in enumerate(fields):
+        column = field.get_col(model._meta.db_table)
+        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if functions:
+            converters.append((position, column, functions))
+    return [field.attname for field in fields], converters
+
+
+def from_row(model, row, *, start: int = 0, using: str = DEFAULT_DB_ALIAS):
+    """The instance of `model` whose `select_list` begins at `row[start]`, as the ORM loads it."""
+    attnames, converters = _row_reading(model, using)
+    values = list(row[start : start + len(attnames)])
+    connection = connections[using]
+    for position, column, functions in converters:
+        value = values[position]
+        for function in functions:
+            value = function(value, column, connection)
+        values[position] = value
+    return model.from_db(using, attnames, values)
+
+
+class CompiledOnce:
+    """A query the ORM compiles once per shape; later calls bind their values to that SQL.
+
+    `build(**values)` declares the query (the one place its rules live); on the hottest reads
+    compiling it again for every request costs several times the statement's round trip. Values
+    are ints and strings, or None; whatever else changes the SQL goes in `shape` (keywords
+    `build` also receives). The first call
+    of a shape builds the query with placeholder values and finds where each lands among the
+    statement's parameters; a value that does not reach the statement as itself (a pattern
+    built from it, say) is refused there, so such a query cannot be cached by mistake.
+
+    Rows become instances as the ORM makes them (`select_related` included, annotations as
+    attributes); `prefetch_related` is not run.
+    """
+
+    _FIRST_INT = 1_900_000_000  # within int32, so the placeholders bind as the values would
+
+    def __init__(self, build: Callable[..., object]):
+        self._build = build
+        self._compiled: dict = {}
+
+    def __call__(self, *, shape: dict | None = None, using: str = DEFAULT_DB_ALIAS, **values):
+        shape = shape or {}
+        key = (
+            using,
+            tuple(sorted(shape.items())),
+            tuple((name, values[name] is None) for name in sorted(values)),
+        )
+        compiled = self._compiled.get(key)
+        if compiled is None:
+            compiled = self._compiled[key] = self._compile(using, shape, values)
+        sql, slots, compiler, populate = compiled
+        params = [values[slot] if named else slot for named, slot in slots]
+        with connections[using].cursor() as cursor:
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+        return [populate(row) for row in compiler.results_iter([rows])]
+
+    def _compile(self, using: str, shape: dict, values: dict):
+        from django.db.models.query import get_related_populators
+
+        placeholders, names = {}, {}
+        for number, name in enumerate(sorted(values)):
+            if values[name] is None:
+                placeholders[name] = None
+                continue
+            if isinstance(values[name], bool) or not isinstance(values[name], int | str):
+                raise TypeError(f"{name}: only ints, strings and None are bound; shape the rest")
+            placeholder = (
+                self._FIRST_INT + number
+                if isinstance(values[name], int)
+                else f"\x1e{number}:{name}\x1e"
+            )
+            placeholders[name] = placeholder
+            names[(type(placeholder), placeholder)] = name
+        queryset = self._build(**shape, **placeholders).using(using)
+        compiler = queryset.query.get_compiler(using=using)
+        sql, params = compiler.as_sql()
+        slots, bound = [], set()
+        for param in params:
+            name = names.get((type(param), param))
+            if name is not None:
+                slots.append((True, name))
+                bound.add(name)
+            elif any(str(p) in str(param) for p in placeholders.values() if p is not None):
+                raise ValueError(f"a value reaches the statement changed: {param!r}")
+            else:
+                slots.append((False, param))
+        missing = {name for name, p in placeholders.items() if p is not None} - bound
+        if missing:
+            raise ValueError(f"values that do not reach the statement: {sorted(missing)}")
+
+        select, klass_info = compiler.select, compiler.klass_info
+        annotations = compiler.annotation_col_map or {}
+        model = klass_info["model"]
+        start, end = klass_info["select_fields"][0], klass_info["select_fields"][-1] + 1
+        attnames = [column[0].target.attname for column in select[start:end]]
+        related = get_related_populators(klass_info, select, using)
+
+        def populate(row):
+            instance = model.from_db(using, attnames, row[start:end])
+            for populator in related:
+                populator.populate(row, instance)
+            for name, position in annotations.items():
+                setattr(instance, name, row[position])
+            return instance
+
+        return sql, slots, compiler, populate

@@ -1,5 +1,8 @@
 """Reads of tickets and orders, each loading what its serializer reads."""
 
+import functools
+
+from django.db import connection
 from django.db.models import (
     Exists,
     OuterRef,
@@ -11,40 +14,41 @@ from django.db.models import (
 )
 from django.db.models.functions import Lower
 
-from events.models import CheckInType
+from events.models import CheckInType, Event, TicketType
+from events.selectors import event_get_for_organizer
 from organizers.models import Membership
 from organizers.permissions import acts_as_member, organizer_reach
 from ticketing.api.exceptions import NotFound
+from ticketing.db import CompiledOnce, from_row, select_list
 
 from .codes import reference_code_normalize
 from .models import Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAnswer
+
+# Where the selectors leave a ticket's form answers for `TicketSerializer`: a plain list (as
+# `Prefetch(to_attr=...)` does), so a page of tickets costs no queryset per ticket.
+FORM_ANSWERS = "form_answer_list"
+
+
+def _form_answers_prefetch() -> Prefetch:
+    answers = TicketFormAnswer.objects.select_related("field")
+    return Prefetch("form_answers", queryset=answers, to_attr=FORM_ANSWERS)
 
 
 def tickets_for_output(queryset: QuerySet[Ticket] | None = None) -> QuerySet[Ticket]:
     """Tickets with everything `TicketSerializer` reads, in two queries whatever their number."""
     queryset = Ticket.objects.all() if queryset is None else queryset
-    return queryset.select_related("ticket_type").prefetch_related(
-        Prefetch("form_answers", queryset=TicketFormAnswer.objects.select_related("field"))
-    )
+    return queryset.select_related("ticket_type").prefetch_related(_form_answers_prefetch())
 
 
 def with_form_answers(ticket: Ticket, *, has_answers: bool = True) -> Ticket:
     """Load what `TicketSerializer` reads from the form answers of one ticket.
 
-    Most tickets have none; when a lookup already told us so, the cache `prefetch_related`
-    would leave is set directly: no query, and none of the prefetch machinery's cost, which on
-    the check-in path is as large as the query it saves. Django's private names used here are
-    pinned by tests/write_api/test_private_caches.py.
+    Most tickets have none; when a lookup already told us so, no query is run.
     """
     if has_answers:
-        answers = TicketFormAnswer.objects.select_related("field")
-        prefetch_related_objects([ticket], Prefetch("form_answers", queryset=answers))
+        prefetch_related_objects([ticket], _form_answers_prefetch())
     else:
-        # What prefetch_related itself leaves for a ticket without answers: an evaluated
-        # queryset. A bare `.none()` would still be compiled each time it is read.
-        answers = TicketFormAnswer.objects.none()
-        answers._result_cache, answers._prefetch_done = [], True
-        ticket.__dict__.setdefault("_prefetched_objects_cache", {})["form_answers"] = answers
+        setattr(ticket, FORM_ANSWERS, [])
     return ticket
 
 
@@ -56,18 +60,6 @@ def ticket_for_output(**filters) -> Ticket | None:
     """
     ticket = next(iter(Ticket.objects.select_related("ticket_type").filter(**filters)[:1]), None)
     return with_form_answers(ticket) if ticket is not None else None
-
-
-def _one_for_output(queryset: QuerySet[Ticket]) -> Ticket | None:
-    """The one ticket a unique key selects, ready for `TicketSerializer`, or None.
-
-    Whether it has form answers comes with the row, so the common ticket without any costs one
-    statement instead of two.
-    """
-    answers = TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk"))
-    queryset = queryset.select_related("ticket_type").annotate(has_answers=Exists(answers))
-    ticket = next(iter(queryset[:1]), None)
-    return with_form_answers(ticket, has_answers=ticket.has_answers) if ticket else None
 
 
 def check_in_types_for_ticket(ticket: Ticket) -> dict[int, CheckInType]:
@@ -100,25 +92,51 @@ def event_tickets(*, event_id: int) -> QuerySet[Ticket]:
 
 def event_ticket_find(
     *,
+    organizer_id: int,
     event_id: int,
     reference_code: str | None = None,
     nfc_uid: str | None = None,
     ticket_id: int | None = None,
 ) -> Ticket:
-    """One ticket of the event by exactly one key; each lookup is a unique index.
+    """One ticket of the organizer's event by exactly one key; each lookup is a unique index.
 
-    Raises: NotFound.
+    One plain statement finds the ticket, its type and whether it has form answers, and checks
+    the event is the organizer's; only a miss asks which of the two is missing.
+
+    Raises: NotFound (event, then ticket).
     """
     if reference_code is not None:
-        condition = Q(reference_code=reference_code_normalize(reference_code))
+        column, value = "reference_code", reference_code_normalize(reference_code)
     elif nfc_uid is not None:
-        condition = Q(nfc_uid=nfc_uid)
+        column, value = "nfc_uid", nfc_uid
     else:
-        condition = Q(id=ticket_id)
-    ticket = _one_for_output(Ticket.objects.filter(condition, event_id=event_id))
-    if ticket is None:
+        column, value = "id", ticket_id
+    with connection.cursor() as cursor:
+        cursor.execute(_event_ticket_sql(column), [event_id, organizer_id, value])
+        row = cursor.fetchone()
+    if row is None:
+        event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
         raise NotFound("Ticket not found.")
-    return ticket
+    ticket = from_row(Ticket, row, using=connection.alias)
+    ticket.ticket_type = from_row(
+        TicketType, row, start=len(Ticket._meta.concrete_fields), using=connection.alias
+    )
+    return with_form_answers(ticket, has_answers=bool(row[-1]))
+
+
+@functools.cache
+def _event_ticket_sql(key_column: str) -> str:
+    if key_column not in ("id", "reference_code", "nfc_uid"):
+        raise ValueError(f"not a unique key of a ticket in its event: {key_column}")
+    return f"""
+        SELECT {select_list(Ticket, "t")}, {select_list(TicketType, "tt")}, EXISTS (
+            SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = t.id
+        )
+        FROM {Ticket._meta.db_table} AS t
+        JOIN {Event._meta.db_table} AS e ON e.id = t.event_id
+        JOIN {TicketType._meta.db_table} AS tt ON tt.id = t.ticket_type_id
+        WHERE t.event_id = %s AND e.organizer_id = %s AND t.{key_column} = %s
+    """
 
 
 def _user_email(user) -> str | None:
@@ -127,12 +145,13 @@ def _user_email(user) -> str | None:
 
 
 def orders_of_user(*, user) -> QuerySet[Order]:
-    """Orders that are the user's: bought by them, or for their email (CONTRACT §8).
+    """Orders that are the user's: bought by them, or for their email (CONTRACT §8)."""
+    return _orders_of(user_id=user.pk, email=_user_email(user))
 
-    Emails compare lower-cased, through the `Lower(buyer_email)` index.
-    """
-    condition = Q(buyer=user)
-    email = _user_email(user)
+
+def _orders_of(*, user_id: int, email: str | None) -> QuerySet[Order]:
+    """`orders_of_user`; emails compare lower-cased, through the `Lower(buyer_email)` index."""
+    condition = Q(buyer_id=user_id)
     if email:
         condition |= Q(buyer_email_lower=email)
     return Order.objects.alias(buyer_email_lower=Lower("buyer_email")).filter(condition)
@@ -151,13 +170,14 @@ def user_orders_for_organizer(*, user, organizer_id: int) -> QuerySet[Order]:
     return orders_for_output(orders_of_user(user=user).filter(event__organizer_id=organizer_id))
 
 
-def _users_tickets_q(*, user) -> Q:
+def _users_tickets_q(*, user_id: int, email: str | None) -> Q:
     """Tickets that are the user's: of their orders, held by them, or for their email.
 
     Needs the `email_lower` alias (`Lower("email")`, the index's expression).
     """
-    condition = Q(holder=user) | Q(order__in=orders_of_user(user=user).values("id"))
-    email = _user_email(user)
+    condition = Q(holder_id=user_id) | Q(
+        order__in=_orders_of(user_id=user_id, email=email).values("id")
+    )
     if email:
         condition |= Q(email_lower=email)
     return condition
@@ -168,7 +188,8 @@ def tickets_of_user(*, user) -> QuerySet[Ticket]:
 
     A ticket created through the API for the user's email therefore shows in their lists.
     """
-    return Ticket.objects.alias(email_lower=Lower("email")).filter(_users_tickets_q(user=user))
+    visible = _users_tickets_q(user_id=user.pk, email=_user_email(user))
+    return Ticket.objects.alias(email_lower=Lower("email")).filter(visible)
 
 
 def user_tickets_for_organizer(*, user, organizer_id: int) -> QuerySet[Ticket]:
@@ -190,24 +211,48 @@ def ticket_find_for_caller(*, caller, event_id: int, reference_code: str) -> Tic
     reach = organizer_reach(caller)
     if reach.none:
         raise NotFound("Ticket not found.")
-    queryset = Ticket.objects.filter(
-        event_id=event_id, reference_code=reference_code_normalize(reference_code)
+    found = _caller_ticket(
+        shape={"member": acts_as_member(caller)},
+        event_id=event_id,
+        reference_code=reference_code_normalize(reference_code),
+        organizer_id=reach.organizer_id,
+        user_id=reach.member_user_id,
+        email=_user_email(caller.user) if reach.member_user_id is not None else None,
     )
-    if reach.organizer_id is not None:
-        queryset = queryset.filter(event__organizer_id=reach.organizer_id)
-    if reach.member_user_id is not None:
+    if not found:
+        raise NotFound("Ticket not found.")
+    return with_form_answers(found[0], has_answers=found[0].has_answers)
+
+
+def _caller_ticket_query(
+    *,
+    event_id: int,
+    reference_code: str,
+    organizer_id: int | None,
+    user_id: int | None,
+    email: str | None,
+    member: bool,
+) -> QuerySet[Ticket]:
+    """The ticket `ticket_find_for_caller` may show: `organizer_id` limits it to an organizer,
+    `user_id` to the user's own tickets (and, for a `member`, their organizers' tickets)."""
+    queryset = Ticket.objects.filter(event_id=event_id, reference_code=reference_code)
+    if organizer_id is not None:
+        queryset = queryset.filter(event__organizer_id=organizer_id)
+    if user_id is not None:
         # Conditions on the one row the unique (event, reference_code) index finds, not a set
         # of every ticket the user owns: that set cannot be built from an index (an OR over
         # holder, email and orders) and would read the whole table on every call.
         queryset = queryset.alias(email_lower=Lower("email"))
-        visible = _users_tickets_q(user=caller.user)
-        if acts_as_member(caller):
+        visible = _users_tickets_q(user_id=user_id, email=email)
+        if member:
             members = Membership.objects.filter(
-                user_id=reach.member_user_id, organizer_id=OuterRef("event__organizer_id")
+                user_id=user_id, organizer_id=OuterRef("event__organizer_id")
             )
             visible |= Q(Exists(members))
         queryset = queryset.filter(visible)
-    ticket = _one_for_output(queryset)
-    if ticket is None:
-        raise NotFound("Ticket not found.")
-    return ticket
+    answers = TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk"))
+    return queryset.select_related("ticket_type").annotate(has_answers=Exists(answers))[:1]
+
+
+# The global search runs on every scan of a gate that does not know the event's organizer.
+_caller_ticket = CompiledOnce(_caller_ticket_query)

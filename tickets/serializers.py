@@ -4,9 +4,15 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from events.pricing import price_label, satangs_to_decimal_string
-from ticketing.api.fields import BlankAsNullCharField, Int32Field, SuccessField
+from ticketing.api.fields import (
+    BlankAsNullCharField,
+    Int32Field,
+    SuccessField,
+    datetime_representation,
+)
 
 from .models import Order, Ticket
+from .selectors import FORM_ANSWERS
 from .services.pages import ticket_page_url
 
 
@@ -35,7 +41,8 @@ class NestedTicketTypeSerializer(serializers.Serializer):
 
 
 class TicketSerializer(serializers.ModelSerializer):
-    """The spec's Ticket. Needs `ticket_type` selected and `form_answers__field` prefetched.
+    """The spec's Ticket. Needs `ticket_type` selected and the form answers loaded
+    (`tickets.selectors`: `tickets_for_output`, `with_form_answers`).
 
     The fields declare the ticket (and its schema); `to_representation` builds the same dict
     directly, because DRF's copying of every field for every ticket costs more than the rest of
@@ -118,21 +125,19 @@ class TicketSerializer(serializers.ModelSerializer):
             "price_label": _price_label(ticket),
             "forms": [
                 {"id": answer.field_id, "label": answer.field.label, "value": answer.value}
-                for answer in ticket.form_answers.all()
+                for answer in form_answers_of(ticket)
             ],
-            "created_at": _datetime(ticket.created_at),
-            "updated_at": _datetime(ticket.updated_at),
-            "used_at": _datetime(ticket.used_at),
-            "registered_at": _datetime(ticket.registered_at),
+            "created_at": datetime_representation(ticket.created_at),
+            "updated_at": datetime_representation(ticket.updated_at),
+            "used_at": datetime_representation(ticket.used_at),
+            "registered_at": datetime_representation(ticket.registered_at),
         }
 
 
-_DATETIME_FIELD = serializers.DateTimeField()
-
-
-def _datetime(value) -> str | None:
-    """As DRF renders a datetime: ISO 8601 in the current time zone; None stays None."""
-    return _DATETIME_FIELD.to_representation(value)
+def form_answers_of(ticket: Ticket) -> list:
+    """The answers the selectors loaded (`FORM_ANSWERS`); a ticket loaded otherwise reads them."""
+    answers = getattr(ticket, FORM_ANSWERS, None)
+    return answers if answers is not None else list(ticket.form_answers.all())
 
 
 def _price_label(ticket: Ticket) -> str:
@@ -150,6 +155,10 @@ class TicketResponseSerializer(serializers.Serializer):
 
     success = SuccessField()
     ticket = TicketSerializer()
+
+    def to_representation(self, instance: dict) -> dict:
+        # Directly, as the fields say: DRF would copy the nested serializer's fields each time.
+        return {"success": True, "ticket": TicketSerializer().to_representation(instance["ticket"])}
 
 
 class OrderSerializer(serializers.ModelSerializer):
@@ -247,9 +256,9 @@ class ScannerTicketSerializer(serializers.Serializer):
             "ticket_type_name": row.ticket_type_name,
             "firstname": row.firstname or None,
             "lastname": row.lastname or None,
-            "used_at": _datetime(row.used_at),
+            "used_at": datetime_representation(row.used_at),
             "checked_in_type_ids": row.checked_in_type_ids,
-            "updated_at": _datetime(row.updated_at),
+            "updated_at": datetime_representation(row.updated_at),
         }
 
 

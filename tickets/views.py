@@ -231,8 +231,9 @@ class EventTicketSearchView(APIView):
     def get(self, request, organizer_id: int, event_id: int):
         params = TicketKeyParams(data=request.query_params)
         params.is_valid(raise_exception=True)
-        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        ticket = event_ticket_find(event_id=event.id, **params.validated_data)
+        ticket = event_ticket_find(
+            organizer_id=request.organizer_id, event_id=event_id, **params.validated_data
+        )
         return Response(TicketResponseSerializer({"ticket": ticket}).data)
 
 

@@ -78,3 +78,12 @@ class StrictCharField(serializers.CharField):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+_DATETIME_FIELD = serializers.DateTimeField()
+
+
+def datetime_representation(value) -> str | None:
+    """As DRF renders a datetime: ISO 8601 in the current time zone; None stays None. For
+    serializers that build their dict by hand."""
+    return _DATETIME_FIELD.to_representation(value)
