@@ -257,3 +257,13 @@ def test_a_search_is_never_prepared_so_it_is_planned_for_its_pattern(
     prepared = _prepared_statements()
     assert any('FROM "tickets_ticket"' in sql for sql in prepared)  # the plain list
     assert not [sql for sql in prepared if "LIKE" in sql]
+
+
+def test_the_search_index_keeps_a_short_pending_list():
+    """Check-ins add every ticket's trigrams to the index anew; a short pending list keeps what
+    each search reads through small during a gate's rush (tickets 0008)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = %s", ["ticket_search_trgm_idx"]
+        )
+        assert cursor.fetchone()[0] == ["gin_pending_list_limit=256"]
