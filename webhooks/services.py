@@ -20,7 +20,8 @@ from django.utils import timezone
 from django_tasks.base import Task
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
-from rest_framework import serializers
+
+from ticketing.api.fields import datetime_representation
 
 from . import delivering, tasks
 from .exceptions import WebhookEndpointDisabled
@@ -62,16 +63,13 @@ def webhook_endpoint_delete(*, endpoint_id: int) -> None:
     WebhookEndpoint.objects.filter(pk=endpoint_id).delete()
 
 
-_DATETIME_FIELD = serializers.DateTimeField()
-
-
 def _envelope(
     *, id: str, type: str, created_at: datetime, organizer_id: int, event_id: int | None, data
 ) -> dict:
     return {
         "id": id,
         "type": type,
-        "created_at": _DATETIME_FIELD.to_representation(created_at),
+        "created_at": datetime_representation(created_at),
         "organizer_id": organizer_id,
         "event_id": event_id,
         "data": data,
