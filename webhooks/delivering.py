@@ -219,10 +219,20 @@ def _attempts_record(attempts: list[Attempt]) -> None:
             _endpoint_health_record(
                 endpoint=attempt.endpoint, succeeded=attempt.succeeded, at=attempt.attempted_at
             )
-    WebhookDelivery.objects.bulk_update(
-        decided, ["attempt_count", "status", "delivered_at", "next_attempt_at", "updated_at"]
-    )
+    _deliveries_save(decided)
     WebhookAttempt.objects.bulk_create(logged)
+
+
+def _deliveries_save(deliveries: list[WebhookDelivery]) -> None:
+    """One UPDATE per outcome: an event's deliveries mostly share theirs (all delivered at
+    once), and `bulk_update`'s CASE per row and column cost the worker more than sending."""
+    fields = ("attempt_count", "status", "delivered_at", "next_attempt_at", "updated_at")
+    by_outcome: dict[tuple, list[int]] = {}
+    for delivery in deliveries:
+        outcome = tuple(getattr(delivery, field) for field in fields)
+        by_outcome.setdefault(outcome, []).append(delivery.pk)
+    for outcome, ids in by_outcome.items():
+        WebhookDelivery.objects.filter(pk__in=ids).update(**dict(zip(fields, outcome, strict=True)))
 
 
 def _endpoint_health_record(*, endpoint: WebhookEndpoint, succeeded: bool, at: datetime) -> None:
