@@ -181,8 +181,8 @@ EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tickets@localhost")
-# Seconds an SMTP connect or reply may take: the email is sent during the request that created
-# the ticket, and a mail server that accepts and never answers must not hold it for ever.
+# Seconds an SMTP connect or reply may take: emails are sent by the task workers, and a mail
+# server that accepts and never answers must not hold a worker for ever.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The file backend's directory (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend).
 EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH")
