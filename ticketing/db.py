@@ -89,24 +89,27 @@ def select_list(model, table_alias: str) -> str:
 
 @functools.cache
 def _row_reading(model, using: str) -> tuple[list[str], list[tuple]]:
+    """The attnames of `from_row`, and the columns the backend converts (found once; the
+    converters themselves are asked of the calling connection, since a cached one would keep
+    its thread's connection alive)."""
     connection = connections[using]
     fields = model._meta.concrete_fields
-    converters = []
+    converted = []
     for position, field in enumerate(fields):
         column = field.get_col(model._meta.db_table)
-        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        if functions:
-            converters.append((position, column, functions))
-    return [field.attname for field in fields], converters
+        if connection.ops.get_db_converters(column) + column.get_db_converters(connection):
+            converted.append((position, column))
+    return [field.attname for field in fields], converted
 
 
 def from_row(model, row, *, start: int = 0, using: str = DEFAULT_DB_ALIAS):
     """The instance of `model` whose `select_list` begins at `row[start]`, as the ORM loads it."""
-    attnames, converters = _row_reading(model, using)
-    values = list(row[start : start + len(attnames)])
     connection = connections[using]
-    for position, column, functions in converters:
+    attnames, converted = _row_reading(model, using)
+    values = list(row[start : start + len(attnames)])
+    for position, column in converted:
         value = values[position]
+        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
         for function in functions:
             value = function(value, column, connection)
         values[position] = value
@@ -144,11 +147,17 @@ class CompiledOnce:
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = self._compiled[key] = self._compile(using, shape, values)
-        sql, slots, compiler, populate = compiled
+        sql, slots, query, state, populate = compiled
         params = [values[slot] if named else slot for named, slot in slots]
         with connections[using].cursor() as cursor:
             cursor.execute(sql, params)
             rows = cursor.fetchall()
+        # A compiler of this call's connection, told what the first compilation found: it only
+        # converts the rows (a cached compiler would keep its thread's connection alive).
+        compiler = query.get_compiler(using=using)
+        compiler.select, compiler.klass_info, compiler.annotation_col_map, compiler.col_count = (
+            state
+        )
         return [populate(row) for row in compiler.results_iter([rows])]
 
     def _compile(self, using: str, shape: dict, values: dict):
@@ -200,4 +209,5 @@ class CompiledOnce:
                 setattr(instance, name, row[position])
             return instance
 
-        return sql, slots, compiler, populate
+        state = (select, klass_info, compiler.annotation_col_map, compiler.col_count)
+        return sql, slots, queryset.query, state, populate

@@ -19,6 +19,7 @@ from events.selectors import event_get_for_organizer
 from organizers.models import Membership
 from organizers.permissions import acts_as_member, organizer_reach
 from ticketing.api.exceptions import NotFound
+from ticketing.api.fields import INT32_MAX
 from ticketing.db import CompiledOnce, from_row, select_list
 
 from .codes import reference_code_normalize
@@ -105,6 +106,8 @@ def event_ticket_find(
 
     Raises: NotFound (event, then ticket).
     """
+    if not 1 <= event_id <= INT32_MAX:
+        raise NotFound("Event not found.")  # no such id (and SQLite cannot even bind some)
     if reference_code is not None:
         column, value = "reference_code", reference_code_normalize(reference_code)
     elif nfc_uid is not None:

@@ -92,7 +92,7 @@ def _event_create(*, organizer_id: int, event_id: int | None, type: str, data) -
 
 def webhook_wants(*, organizer_id: int, type: str) -> bool:
     """Whether some active endpoint of the organizer may want `type` (from the cache, usually:
-    a check-in asks it before deciding whether it needs a transaction)."""
+    the gate asks it to decide whether its one statement also records the event)."""
     types = webhook_types_subscribed(organizer_id=organizer_id)
     return "*" in types or type in types
 

@@ -321,6 +321,16 @@ def test_event_detail_of_another_organizer_is_not_found(app_client, organizer, o
     assert too_big.status_code == 404
 
 
+@pytest.mark.parametrize("event_id", [2147483648, 99999999999, 2**63, 2**64])
+@pytest.mark.parametrize(
+    "path", ["", "/tickets", "/tickets/search?ticket_id=1", "/tickets/search?reference_code=AB12"]
+)
+def test_an_event_id_no_event_can_have_is_not_found(app_client, organizer, event_id, path):
+    response = app_client.get(f"/api/public/organizers/{organizer.id}/events/{event_id}{path}")
+    assert response.status_code == 404
+    assert response.json()["message"] == "Event not found."
+
+
 def test_event_detail_accepts_a_member_user_token(organizer_client, organizer, event):
     response = organizer_client.get(f"/api/public/organizers/{organizer.id}/events/{event.id}")
     assert response.status_code == 200
