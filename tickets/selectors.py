@@ -87,8 +87,28 @@ def check_in_types_for_ticket(ticket: Ticket) -> dict[int, CheckInType]:
 
 
 def event_tickets(*, event_id: int) -> QuerySet[Ticket]:
-    """An event's tickets, ready for `TicketSerializer`; filters and order are the caller's."""
-    return tickets_for_output(Ticket.objects.filter(event_id=event_id))
+    """An event's tickets with their types and whether each has form answers; filters and
+    order are the caller's. A page of them is ready for `TicketSerializer` once
+    `with_form_answers_of` has run: most events ask no questions, and then no page needs the
+    answers' query."""
+    answers = TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk"))
+    return (
+        Ticket.objects.filter(event_id=event_id)
+        .select_related("ticket_type")
+        .annotate(has_answers=Exists(answers))
+    )
+
+
+def with_form_answers_of(tickets: list[Ticket]) -> list[Ticket]:
+    """`with_form_answers` for tickets annotated `has_answers`, in one query for those that
+    have some (none when no ticket has)."""
+    answered = [ticket for ticket in tickets if ticket.has_answers]
+    for ticket in tickets:
+        if not ticket.has_answers:
+            setattr(ticket, FORM_ANSWERS, [])
+    if answered:
+        prefetch_related_objects(answered, _form_answers_prefetch())
+    return tickets
 
 
 def event_ticket_find(

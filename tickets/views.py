@@ -54,6 +54,7 @@ from .rules import ADMISSIBLE, SIMPLE_CHECK_IN
 from .selectors import (
     event_ticket_find,
     event_tickets,
+    with_form_answers_of,
 )
 from .serializers import (
     GateResultSerializer,
@@ -177,6 +178,9 @@ class EventTicketsView(generics.ListAPIView):
             organizer_id=self.request.organizer_id, event_id=self.kwargs["event_id"]
         )
         return event_tickets(event_id=event.id)
+
+    def paginate_queryset(self, queryset):
+        return with_form_answers_of(super().paginate_queryset(queryset))
 
     @extend_schema(
         tags=["tickets"],

@@ -56,6 +56,31 @@ def test_event_tickets_list_queries_do_not_grow(
     assert one == hundred == budget
 
 
+def test_event_tickets_list_without_answers_asks_for_none(
+    app_client, organizer, event, django_assert_max_num_queries
+):
+    # token, event, count, page (with ticket types joined and whether each has answers)
+    budget = 4
+    url = f"/api/public/organizers/{organizer.id}/events/{event.id}/tickets"
+    TicketFactory.create_batch(3, event=event)
+    assert _count(app_client, url, django_assert_max_num_queries, budget, "tickets", 3) == budget
+
+
+def test_event_tickets_list_shows_each_tickets_own_answers(app_client, organizer, event):
+    question = FormFieldFactory(event=event)
+    tickets = TicketFactory.create_batch(4, event=event)
+    for ticket in tickets[1::2]:
+        TicketFormAnswer.objects.create(ticket=ticket, field=question, value=f"for {ticket.id}")
+    url = f"/api/public/organizers/{organizer.id}/events/{event.id}/tickets"
+    listed = app_client.get(url, {"order_by": "id"}).json()["tickets"]
+    assert [[a["value"] for a in t["forms"]] for t in listed] == [
+        [],
+        [f"for {tickets[1].id}"],
+        [],
+        [f"for {tickets[3].id}"],
+    ]
+
+
 def test_events_list_queries_do_not_grow(app_client, organizer, django_assert_max_num_queries):
     budget = 3  # token, count, page
     url = f"/api/public/organizers/{organizer.id}/events"
