@@ -140,25 +140,45 @@ def event_ticket_find(
     if row is None:
         event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
         raise NotFound("Ticket not found.")
-    ticket = from_row(Ticket, row, using=connection.alias)
+    return ticket_from_output_row(row, using=connection.alias)
+
+
+# The columns by which a gate or a search names a ticket: each a unique index in its event.
+TICKET_KEY_COLUMNS = ("id", "reference_code", "nfc_uid")
+
+
+def ticket_key_column(column: str) -> str:
+    """`column`, checked to be one of `TICKET_KEY_COLUMNS` (it is written into SQL)."""
+    if column not in TICKET_KEY_COLUMNS:
+        raise ValueError(f"not a unique key of a ticket in its event: {column}")
+    return column
+
+
+def ticket_output_columns(*, ticket: str, ticket_type: str) -> str:
+    """The select list of a plain statement that loads a ticket for `TicketSerializer`: the
+    ticket's columns, its type's, whether it has form answers (`ticket_from_output_row`)."""
+    return f"""{select_list(Ticket, ticket)}, {select_list(TicketType, ticket_type)}, EXISTS (
+        SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = {ticket}.id
+    )"""
+
+
+def ticket_from_output_row(row, *, using: str) -> Ticket:
+    """The ticket a `ticket_output_columns` row holds, ready for `TicketSerializer`."""
+    ticket = from_row(Ticket, row, using=using)
     ticket.ticket_type = from_row(
-        TicketType, row, start=len(Ticket._meta.concrete_fields), using=connection.alias
+        TicketType, row, start=len(Ticket._meta.concrete_fields), using=using
     )
     return with_form_answers(ticket, has_answers=bool(row[-1]))
 
 
 @functools.cache
 def _event_ticket_sql(key_column: str) -> str:
-    if key_column not in ("id", "reference_code", "nfc_uid"):
-        raise ValueError(f"not a unique key of a ticket in its event: {key_column}")
     return f"""
-        SELECT {select_list(Ticket, "t")}, {select_list(TicketType, "tt")}, EXISTS (
-            SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = t.id
-        )
+        SELECT {ticket_output_columns(ticket="t", ticket_type="tt")}
         FROM {Ticket._meta.db_table} AS t
         JOIN {Event._meta.db_table} AS e ON e.id = t.event_id
         JOIN {TicketType._meta.db_table} AS tt ON tt.id = t.ticket_type_id
-        WHERE t.event_id = %s AND e.organizer_id = %s AND t.{key_column} = %s
+        WHERE t.event_id = %s AND e.organizer_id = %s AND t.{ticket_key_column(key_column)} = %s
     """
 
 

@@ -42,7 +42,8 @@ class NestedTicketTypeSerializer(serializers.Serializer):
 
 class TicketSerializer(serializers.ModelSerializer):
     """The spec's Ticket. Needs `ticket_type` selected and the form answers loaded
-    (`tickets.selectors`: `tickets_for_output`, `with_form_answers`).
+    (`tickets.selectors`: `tickets_for_output`, `with_form_answers`, `with_form_answers_of`,
+    `ticket_from_output_row`).
 
     The fields declare the ticket (and its schema); `to_representation` builds the same dict
     directly, because DRF's copying of every field for every ticket costs more than the rest of

@@ -21,13 +21,19 @@ from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
 from events.selectors import event_get_for_organizer
-from ticketing.db import atomic_retrying_once
+from ticketing.db import atomic_retrying_once, select_list
 from webhooks.services import webhook_wants
 
 from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
-from ..models import CheckInLog, Order, Ticket, TicketCheckIn, TicketFormAnswer
+from ..models import CheckInLog, Order, Ticket, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, simple_check_in_sql
-from ..selectors import check_in_types_for_ticket, ticket_for_output, with_form_answers
+from ..selectors import (
+    check_in_types_for_ticket,
+    ticket_for_output,
+    ticket_from_output_row,
+    ticket_key_column,
+    ticket_output_columns,
+)
 from .common import Actor, iso, ticket_lock, violates
 from .publishing import (
     Type,
@@ -146,32 +152,11 @@ def _admit(
         row = cursor.fetchone()
     if row is None:
         return None
-    ticket_columns, type_columns = _admit_columns()
-    ticket = Ticket.from_db(connection.alias, ticket_columns, row[: len(ticket_columns)])
-    ticket.ticket_type = TicketType.from_db(
-        connection.alias,
-        type_columns,
-        row[len(ticket_columns) : len(ticket_columns) + len(type_columns)],
-    )
-    return with_form_answers(ticket, has_answers=row[-1])
-
-
-@functools.cache
-def _admit_columns() -> tuple[list[str], list[str]]:
-    return (
-        [f.attname for f in Ticket._meta.concrete_fields],
-        [f.attname for f in TicketType._meta.concrete_fields],
-    )
+    return ticket_from_output_row(row, using=connection.alias)
 
 
 @functools.cache
 def _admit_sql(key_column: str = "id", *, publish: bool = False) -> str:
-    if key_column not in ("id", "reference_code", "nfc_uid"):
-        raise ValueError(f"not a unique key of a ticket in its event: {key_column}")
-    ticket_columns, type_columns = _admit_columns()
-    returning = ", ".join(f"t.{c}" for c in ticket_columns)
-    ticket_type = ", ".join(f"tt.{c}" for c in type_columns)
-    admitted = ", ".join(f"admitted.{c}" for c in ticket_columns)
     # Data-modifying clauses run whether or not the SELECT reads them; from `admitted`, they
     # write only when the UPDATE admitted the ticket.
     webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
@@ -180,11 +165,11 @@ def _admit_sql(key_column: str = "id", *, publish: bool = False) -> str:
             UPDATE {Ticket._meta.db_table} AS t
             SET status = '{Ticket.Status.USED}', used_at = %(at)s, updated_at = %(now)s
             FROM {Event._meta.db_table} AS e, {Order._meta.db_table} AS o
-            WHERE t.event_id = %(event_id)s AND t.{key_column} = %(key)s
+            WHERE t.event_id = %(event_id)s AND t.{ticket_key_column(key_column)} = %(key)s
               AND e.id = t.event_id AND e.organizer_id = %(organizer_id)s
               AND o.id = t.order_id
               AND {simple_check_in_sql()}
-            RETURNING {returning}
+            RETURNING {select_list(Ticket, "t")}
         ), audit AS (
             INSERT INTO {CheckInLog._meta.db_table} (
                 ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
@@ -194,9 +179,7 @@ def _admit_sql(key_column: str = "id", *, publish: bool = False) -> str:
                 %(application_id)s, %(nfc_uid)s, %(note)s, %(now)s, event_id, %(scan_id)s
             FROM admitted
         ){webhook}
-        SELECT {admitted}, {ticket_type}, EXISTS (
-            SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = admitted.id
-        )
+        SELECT {ticket_output_columns(ticket="admitted", ticket_type="tt")}
         FROM admitted JOIN {TicketType._meta.db_table} AS tt ON tt.id = admitted.ticket_type_id
     """
 
