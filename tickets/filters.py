@@ -11,6 +11,7 @@ from ticketing.api.filtering import (
     CommaChoiceFilter,
     DateTimeFilter,
     Int32Filter,
+    JoinedText,
     OrderByFilter,
     OrderFilter,
     QueryFilter,
@@ -70,6 +71,12 @@ class PhoneContainsFilter(ApiFilter):
 TICKET_SEARCH_FIELDS = ("reference_code", "firstname", "lastname", "email")
 
 
+def ticket_searched_text() -> JoinedText:
+    """The text of `TICKET_SEARCH_FIELDS` as its trigram index holds it: the one index of a
+    ticket's text, which every contains-search on these fields goes through."""
+    return JoinedText(*TICKET_SEARCH_FIELDS)
+
+
 def _ticket_query(*, search_fields, exact_extra=None) -> QueryFilter:
     exact_fields = {
         "id": int32_form_field(),
@@ -98,6 +105,7 @@ class EventTicketFilter(ApiFilterSet):
         lookup_expr="icontains",
         max_length=254,
         description="Holder email contains this (case-insensitive).",
+        within=ticket_searched_text(),
     )
     phone = PhoneContainsFilter(description="Holder phone contains these digits.")
     updated_before = DateTimeFilter(

@@ -273,6 +273,11 @@ def test_no_add_or_delete_for_tickets(super_client, world_a):
         ("04FFEE", {"AUSED01"}),  # NFC UID
         ("malee@example", {"ACODE01"}),  # email, contains
         ("Somsri", {"ACODE01"}),  # name
+        ("acode", set()),  # part of a code: codes match whole
+        ("04FF", set()),  # part of a tag: tags match whole
+        ("Somsri malee@example", {"ACODE01"}),  # each term matches
+        ("Somsri nobody@example", set()),
+        ('"malee@example.com"', {"ACODE01"}),  # a quoted term
     ],
 )
 def test_ticket_search(staff_client, world_a, world_b, query, expected):
