@@ -2,6 +2,7 @@
 
 import functools
 import logging
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
@@ -127,6 +128,10 @@ class CompiledOnce:
     statement's parameters; a value that does not reach the statement as itself (a pattern
     built from it, say) is refused there, so such a query cannot be cached by mistake.
 
+    An int may also be a slice's start (`queryset[offset : offset + n]`, `n` in the shape): the
+    ORM writes it into the SQL as a literal, which is bound in its place instead, so that every
+    page shares one statement (and PostgreSQL one prepared plan).
+
     Rows become instances as the ORM makes them (`select_related` included, annotations as
     attributes); `prefetch_related` is not run.
     """
@@ -180,6 +185,7 @@ class CompiledOnce:
         queryset = self._build(**shape, **placeholders).using(using)
         compiler = queryset.query.get_compiler(using=using)
         sql, params = compiler.as_sql()
+        sql, params = _literals_bound(sql, list(params), placeholders)
         slots, bound = [], set()
         for param in params:
             name = names.get((type(param), param))
@@ -211,3 +217,25 @@ class CompiledOnce:
 
         state = (select, klass_info, compiler.annotation_col_map, compiler.col_count)
         return sql, slots, queryset.query, state, populate
+
+
+_PARAMETER = re.compile(r"%[%s]")
+
+
+def _literals_bound(sql: str, params: list, placeholders: dict) -> tuple[str, list]:
+    """`sql` with each int placeholder that the ORM wrote as a literal (a LIMIT's OFFSET) made a
+    parameter, inserted in `params` at its position."""
+    for placeholder in placeholders.values():
+        if not isinstance(placeholder, int):
+            continue
+        literal = re.compile(rf"(?<![\w.]){placeholder}(?![\w.])")
+        found = list(literal.finditer(sql))
+        if not found:
+            continue
+        if len(found) > 1:
+            raise ValueError(f"a value is written into the statement more than once: {placeholder}")
+        start, end = found[0].span()
+        position = sum(1 for m in _PARAMETER.finditer(sql, 0, start) if m.group() == "%s")
+        sql = f"{sql[:start]}%s{sql[end:]}"
+        params.insert(position, placeholder)
+    return sql, params

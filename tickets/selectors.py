@@ -20,6 +20,7 @@ from organizers.models import Membership
 from organizers.permissions import acts_as_member, organizer_reach
 from ticketing.api.exceptions import NotFound
 from ticketing.api.fields import INT32_MAX
+from ticketing.api.filtering import DEFAULT_ORDER_BY, order_queryset
 from ticketing.db import CompiledOnce, from_row, select_list
 
 from .codes import reference_code_normalize
@@ -91,12 +92,39 @@ def event_tickets(*, event_id: int) -> QuerySet[Ticket]:
     order are the caller's. A page of them is ready for `TicketSerializer` once
     `with_form_answers_of` has run: most events ask no questions, and then no page needs the
     answers' query."""
-    answers = TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk"))
-    return (
-        Ticket.objects.filter(event_id=event_id)
-        .select_related("ticket_type")
-        .annotate(has_answers=Exists(answers))
+    return _TICKETS_WITH_TYPES.filter(event_id=event_id)
+
+
+# Built once: resolving the annotation's subquery on every list cost more than its query did.
+_TICKETS_WITH_TYPES = Ticket.objects.select_related("ticket_type").annotate(
+    has_answers=Exists(TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk")))
+)
+
+
+def _event_ticket_page_query(*, event_id: int, offset: int, per_page: int) -> QuerySet[Ticket]:
+    tickets = order_queryset(
+        event_tickets(event_id=event_id), order_by=DEFAULT_ORDER_BY, descending=False
     )
+    return tickets.filter(pk__in=tickets.values("pk")[offset : offset + per_page])
+
+
+_event_ticket_page = CompiledOnce(_event_ticket_page_query)
+
+
+def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> list[Ticket]:
+    """A page of the event's tickets in the default order, as the list without parameters
+    shows it (`event_tickets`, then `order_queryset`): one statement for every page, compiled
+    once, where the ORM compiled a new one per page (a third of the list's time)."""
+    return _event_ticket_page(event_id=event_id, offset=offset, shape={"per_page": per_page})
+
+
+def event_ticket_count(*, event_id: int) -> int:
+    """How many tickets the event has (read from its index alone)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT COUNT(*) FROM {Ticket._meta.db_table} WHERE event_id = %s", [event_id]
+        )
+        return cursor.fetchone()[0]
 
 
 def with_form_answers_of(tickets: list[Ticket]) -> list[Ticket]:

@@ -52,7 +52,9 @@ from .inputs import (
 from .models import Ticket
 from .rules import ADMISSIBLE, SIMPLE_CHECK_IN
 from .selectors import (
+    event_ticket_count,
     event_ticket_find,
+    event_ticket_page,
     event_tickets,
     with_form_answers_of,
 )
@@ -177,10 +179,22 @@ class EventTicketsView(generics.ListAPIView):
         event = event_get_for_organizer(
             organizer_id=self.request.organizer_id, event_id=self.kwargs["event_id"]
         )
+        self.event_id = event.id
         return event_tickets(event_id=event.id)
 
     def paginate_queryset(self, queryset):
-        return with_form_answers_of(super().paginate_queryset(queryset))
+        if self.filterset is not None:
+            return with_form_answers_of(super().paginate_queryset(queryset))
+        # No parameter but the page's: the same list, from statements compiled once.
+        tickets = self.paginator.paginate_reads(
+            self.request,
+            self,
+            page=lambda offset, per_page: event_ticket_page(
+                event_id=self.event_id, offset=offset, per_page=per_page
+            ),
+            count=lambda: event_ticket_count(event_id=self.event_id),
+        )
+        return with_form_answers_of(tickets)
 
     @extend_schema(
         tags=["tickets"],

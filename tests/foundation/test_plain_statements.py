@@ -83,3 +83,29 @@ def test_compiled_once_binds_only_ints_and_strings(event):
     flagged = CompiledOnce(lambda *, used: Ticket.objects.filter(used_at__isnull=used))
     with pytest.raises(TypeError, match="shape the rest"):
         flagged(used=True)
+
+
+def _page_of_tickets(*, offset, per_page):
+    tickets = Ticket.objects.order_by("id")
+    return tickets.filter(pk__in=tickets.values("pk")[offset : offset + per_page])
+
+
+def test_compiled_once_binds_a_slice_start_written_as_a_literal(event):
+    """The ORM writes OFFSET into the SQL; bound instead, every page shares one statement."""
+    tickets = [TicketFactory(event=event) for _ in range(5)]
+    page = CompiledOnce(_page_of_tickets)
+    for offset in (0, 1, 3, 5):
+        found = page(offset=offset, shape={"per_page": 2})
+        expected = list(_page_of_tickets(offset=offset, per_page=2))
+        assert [t.pk for t in found] == [t.pk for t in expected]
+        assert [t.pk for t in found] == [t.pk for t in tickets[offset : offset + 2]]
+    assert len(page._compiled) == 1
+
+
+def test_compiled_once_refuses_a_literal_written_twice(event):
+    def twice(*, offset):
+        first = Ticket.objects.values("pk")[offset : offset + 1]
+        return Ticket.objects.filter(pk__in=first).exclude(pk__in=first)
+
+    with pytest.raises(ValueError, match="more than once"):
+        CompiledOnce(twice)(offset=1)

@@ -306,6 +306,25 @@ def test_pagination_edges(app_client, event, ticket_type, tickets_url):
     assert full["per_page"] == 100 and full["count"] == 3
 
 
+def test_a_list_without_filters_pages_as_the_filtered_list_does(
+    app_client, event, ticket_type, tickets_url
+):
+    """With no filter parameter the list reads its pages from one statement compiled once
+    (`event_ticket_page`); with one, through the filters: the same pages either way."""
+    tickets = [TicketFactory(event=event, ticket_type=ticket_type) for _ in range(7)]
+    question = FormFieldFactory(event=event, label="Size", position=1)
+    TicketFormAnswer.objects.create(ticket=tickets[4], field=question, value="M")
+    TicketFactory()  # another event's
+    for page in range(1, 5):
+        plain = app_client.get(tickets_url, {"per_page": 3, "page": page}).json()
+        filtered = app_client.get(tickets_url, {"per_page": 3, "page": page, "order": "asc"})
+        assert plain == filtered.json()
+        assert plain["total"] == 7
+    second = app_client.get(tickets_url, {"per_page": 3, "page": 2}).json()["tickets"]
+    assert [t["id"] for t in second] == [t.id for t in tickets[3:6]]
+    assert second[1]["forms"] == [{"id": question.id, "label": "Size", "value": "M"}]
+
+
 def test_access_rules_for_event_tickets(api_client, buyer_client, organizer_client, tickets_url):
     assert organizer_client.get(tickets_url).status_code == 200
     response = api_client.get(tickets_url)

@@ -1,5 +1,6 @@
 """One pagination for every list: `page`/`per_page` in, `count/total/page/per_page` out."""
 
+from collections.abc import Callable
 from contextlib import nullcontext
 
 from rest_framework.pagination import BasePagination
@@ -50,22 +51,30 @@ class PagePagination(BasePagination):
     """
 
     def paginate_queryset(self, queryset, request, view=None):
+        def page(offset: int, per_page: int) -> list:
+            if offset == 0:
+                return list(queryset[:per_page])
+            return list(queryset.filter(pk__in=queryset.values("pk")[offset : offset + per_page]))
+
+        filterset = getattr(view, "filterset", None)
+        searching = filterset is not None and filterset.is_valid() and filterset.searches_text
+        with planned_for_their_values(queryset.db) if searching else nullcontext():
+            return self.paginate_reads(request, view, page=page, count=queryset.count)
+
+    def paginate_reads(
+        self, request, view, *, page: Callable[[int, int], list], count: Callable[[], int]
+    ) -> list:
+        """`paginate_queryset` for a list read otherwise: `page(offset, per_page)` returns the
+        page's items, `count()` how many there are."""
         self.page_number = _positive_int(request, "page", 1, INT32_MAX)
         self.per_page = _positive_int(request, "per_page", DEFAULT_PER_PAGE, MAX_PER_PAGE)
         self.items_key = getattr(view, "items_key", "results")
-        filterset = getattr(view, "filterset", None)
-        searching = filterset is not None and filterset.is_valid() and filterset.searches_text
         offset = (self.page_number - 1) * self.per_page
-        with planned_for_their_values(queryset.db) if searching else nullcontext():
-            if offset == 0:
-                items = list(queryset[: self.per_page])
-            else:
-                keys = queryset.values("pk")[offset : offset + self.per_page]
-                items = list(queryset.filter(pk__in=keys))
-            if len(items) < self.per_page and (items or offset == 0):
-                self.total = offset + len(items)  # the last page: no count needed
-            else:
-                self.total = queryset.count()
+        items = page(offset, self.per_page)
+        if len(items) < self.per_page and (items or offset == 0):
+            self.total = offset + len(items)  # the last page: no count needed
+        else:
+            self.total = count()
         self.count = len(items)
         return items
 
