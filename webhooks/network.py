@@ -6,10 +6,14 @@ URL's host), so a name that resolves to a public address for the check and to a 
 moment later (DNS rebinding) still reaches only the checked address.
 """
 
+import functools
 import http.client
 import ipaddress
+import select
 import socket
 import ssl
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -97,38 +101,95 @@ class DeliveryError(Exception):
     """No HTTP answer: refused, timed out, TLS failed, or not HTTP."""
 
 
+def _connect(address: str, port: int, timeout: float) -> socket.socket:
+    """A TCP connection to the checked address, without Nagle's delay (as http.client's own):
+    a kept-alive connection's next request would otherwise wait for the receiver's delayed ACK."""
+    sock = socket.create_connection((address, port), timeout)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
 class _PinnedHTTPConnection(http.client.HTTPConnection):
     def __init__(self, target: Target, timeout: float):
         super().__init__(target.host, target.port, timeout=timeout)
         self._address = target.address
 
     def connect(self):
-        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = _connect(self._address, self.port, self.timeout)
 
 
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, target: Target, timeout: float):
-        self._tls = ssl.create_default_context()
-        super().__init__(target.host, target.port, timeout=timeout, context=self._tls)
+        super().__init__(target.host, target.port, timeout=timeout, context=_tls_context())
         self._address = target.address
 
     def connect(self):
-        sock = socket.create_connection((self._address, self.port), self.timeout)
-        self.sock = self._tls.wrap_socket(sock, server_hostname=self.host)
+        sock = _connect(self._address, self.port, self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One context for every connection: loading the CA certificates costs more than a POST."""
+    return ssl.create_default_context()
+
+
+# Keep-alive: each sending thread keeps its open connections, one per pinned target (scheme,
+# checked address, port, host), so a receiver that keeps them open costs a TCP (and TLS)
+# handshake once, not per POST. The target is still checked before every attempt: a name that
+# now resolves elsewhere gets a connection of its own.
+MAX_IDLE_CONNECTIONS = 32
+_idle = threading.local()
+
+
+def _connections() -> OrderedDict:
+    if not hasattr(_idle, "connections"):
+        _idle.connections = OrderedDict()
+    return _idle.connections
+
+
+def _dropped(connection: http.client.HTTPConnection) -> bool:
+    """Whether the peer closed an idle connection (or sent unasked-for bytes): it is readable."""
+    poller = select.poll()
+    poller.register(connection.sock, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+def _idle_connection(key: tuple, timeout: float) -> http.client.HTTPConnection | None:
+    connection = _connections().pop(key, None)
+    if connection is None:
+        return None
+    if connection.sock is None or _dropped(connection):
+        connection.close()
+        return None
+    connection.timeout = timeout
+    connection.sock.settimeout(timeout)
+    return connection
 
 
 def post(target: Target, *, body: bytes, headers: dict[str, str], timeout: float) -> int:
     """POST `body` to the checked target's address; the answer's status code.
 
+    Over a kept-alive connection when this thread has one to the target. If that connection
+    turns out dropped (the receiver closed it while idle: reset, or closed before answering),
+    the POST is sent once more on a new connection. The receiver may then get it twice, if it
+    closed after reading it; it deduplicates by `webhook-id` (Standard Webhooks), as after any
+    retry, and the body and headers are the same bytes.
+
     Raises: DeliveryError.
     """
-    connection_class = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
-    connection = connection_class(target, timeout)
+    key = (target.scheme, target.address, target.port, target.host)
     try:
-        connection.request("POST", target.path, body=body, headers=headers)
-        response = connection.getresponse()
-        response.read(MAX_RESPONSE_BYTES)  # the receiver's answer is not kept; only its status
-        return response.status
+        reused = _idle_connection(key, timeout)
+        if reused is not None:
+            try:
+                return _exchange(reused, key, target, body, headers)
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                pass  # dropped while idle: once more, on a new connection
+        connection_class = (
+            _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+        )
+        return _exchange(connection_class(target, timeout), key, target, body, headers)
     except TimeoutError:
         raise DeliveryError(f"no answer within {timeout:g} s") from None
     except ConnectionRefusedError:
@@ -139,5 +200,29 @@ def post(target: Target, *, body: bytes, headers: dict[str, str], timeout: float
         raise DeliveryError(f"not an HTTP answer ({exc.__class__.__name__})") from None
     except OSError as exc:
         raise DeliveryError(f"connection failed: {exc.strerror or exc}") from None
-    finally:
+
+
+def _exchange(
+    connection: http.client.HTTPConnection,
+    key: tuple,
+    target: Target,
+    body: bytes,
+    headers: dict[str, str],
+) -> int:
+    """One request and its answer. The connection is kept for the next POST if both ends may
+    reuse it (the whole answer read, no `Connection: close`), else closed."""
+    try:
+        connection.request("POST", target.path, body=body, headers=headers)
+        response = connection.getresponse()
+        response.read(MAX_RESPONSE_BYTES)  # the receiver's answer is not kept; only its status
+    except BaseException:
         connection.close()
+        raise
+    if response.isclosed() and not response.will_close and connection.sock is not None:
+        connections = _connections()
+        connections[key] = connection
+        while len(connections) > MAX_IDLE_CONNECTIONS:
+            connections.popitem(last=False)[1].close()
+    else:
+        connection.close()
+    return response.status
