@@ -1,10 +1,11 @@
 """Sending webhook events (CONTRACT §13): the bodies of the delivery tasks.
 
-A recorded event is dispatched by one task (`webhook_event_dispatch`): it creates a delivery
-per endpoint subscribed to the event, posts to all of them at once and logs every attempt in
-one transaction. A failed delivery is retried by a task of its own (`webhook_delivery_attempt`),
-scheduled in the transaction that logs the failure, until the delivery is a day old; the
-admin's redeliver goes the same way. Both run the same two steps: `_send` (no database) and
+A recorded event is dispatched by one task (`webhook_event_dispatch`), which a worker runs
+together with other due ones (`batching`): it creates a delivery per endpoint subscribed to
+each event, posts to all of them at once and logs every attempt in one transaction. A failed
+delivery is retried by a task of its own (`webhook_delivery_attempt`), scheduled in the
+transaction that logs the failure, until the delivery is a day old; the admin's redeliver goes
+the same way. Both run the same two steps: `_send` (no database) and
 `_attempts_record` (the decisions).
 """
 
@@ -38,8 +39,15 @@ USER_AGENT = "ticketing-webhooks/1"
 # A retry task runs at its delivery's `next_attempt_at`; one found well before it is a stale
 # copy whose chain was already continued.
 NOT_DUE_LEEWAY_SECONDS = 5
-# The endpoints of one event are posted to at once, so a slow one delays no other.
-_senders = ThreadPoolExecutor(max_workers=8, thread_name_prefix="webhook-send")
+# The POSTs of a batch are sent at once, so a slow endpoint delays no other.
+SENDERS = 8
+_senders = ThreadPoolExecutor(max_workers=SENDERS, thread_name_prefix="webhook-send")
+# The events a dispatch (or publish) task takes on with its own (`batching`), and the POSTs
+# they may make: even if every one times out, the batch ends within
+# BATCH_POSTS / SENDERS × WEBHOOK_TIMEOUT_SECONDS (80 s at the default 10 s), well within the
+# lease after which a task still running is deemed lost (TASK_LEASE_SECONDS).
+BATCH_EVENTS = 20
+BATCH_POSTS = 64
 
 
 @dataclass(frozen=True)
@@ -65,21 +73,31 @@ def retry_delay(attempt_count: int) -> timedelta:
     return timedelta(seconds=min(base * 2**exponent, settings.WEBHOOK_RETRY_MAX_DELAY_SECONDS))
 
 
-def webhook_event_dispatch(*, event_id: str) -> None:
-    """Fan a recorded event out to the endpoints subscribed to it, and attempt each delivery.
+def webhook_events_dispatch(*, event_ids: list[str]) -> set[str]:
+    """Fan recorded events out to the endpoints subscribed to them, and attempt each delivery;
+    the ids of those left for another run (`webhook_events_fan_out`).
 
     Run twice (a worker lost mid-task), it adds no delivery (one per event and endpoint) and
     sends again only those never attempted (receivers deduplicate by `webhook-id`): a failed
     one already has its retry scheduled.
     """
-    event = WebhookEvent.objects.filter(pk=event_id).first()
-    if event is not None:
-        webhook_event_fan_out(event)
+    found = WebhookEvent.objects.in_bulk(event_ids)
+    return webhook_events_fan_out([found[pk] for pk in dict.fromkeys(event_ids) if pk in found])
 
 
-def webhook_event_fan_out(event: WebhookEvent) -> None:
-    """`webhook_event_dispatch` for an event already read."""
-    endpoints = WebhookEndpoint.objects.filter(organizer_id=event.organizer_id, is_active=True)
+def webhook_events_fan_out(events: list[WebhookEvent]) -> set[str]:
+    """`webhook_events_dispatch` for events already read, in one pass: one INSERT of their
+    deliveries, their POSTs all at once, one transaction logging them.
+
+    The first event is always sent; the others while their deliveries fit in `BATCH_POSTS`.
+    Returns the ids of the events left out: their deliveries exist, never attempted, and are
+    sent when they are dispatched again.
+    """
+    endpoints: dict[int, list[WebhookEndpoint]] = {}
+    for organizer_id in dict.fromkeys(event.organizer_id for event in events):
+        endpoints[organizer_id] = list(
+            WebhookEndpoint.objects.filter(organizer_id=organizer_id, is_active=True)
+        )
     WebhookDelivery.objects.bulk_create(
         [
             WebhookDelivery(
@@ -88,15 +106,27 @@ def webhook_event_fan_out(event: WebhookEvent) -> None:
                 pending_since=event.created_at,
                 next_attempt_at=event.created_at,
             )
-            for endpoint in endpoints
+            for event in events
+            for endpoint in endpoints[event.organizer_id]
             if endpoint.subscribes_to(event.type)
         ],
         ignore_conflicts=True,
     )
-    pending = WebhookDelivery.objects.filter(
-        event=event, status=WebhookDelivery.Status.PENDING, attempt_count=0
-    ).select_related("endpoint")
-    _attempt(event, list(pending))
+    pending: dict[str, list[WebhookDelivery]] = {event.pk: [] for event in events}
+    for delivery in WebhookDelivery.objects.filter(
+        event__in=events, status=WebhookDelivery.Status.PENDING, attempt_count=0
+    ).select_related("endpoint"):
+        pending[delivery.event_id].append(delivery)
+    sending, left, posts = [], set(), 0
+    for event in events:
+        deliveries = pending[event.pk]
+        if sending and posts + len(deliveries) > BATCH_POSTS:
+            left.add(event.pk)
+        else:
+            sending.append((event, deliveries))
+            posts += len(deliveries)
+    _attempt(sending)
+    return left
 
 
 def webhook_delivery_attempt(*, delivery_id: int) -> None:
@@ -115,17 +145,21 @@ def webhook_delivery_attempt(*, delivery_id: int) -> None:
     due = delivery.next_attempt_at
     if due is not None and due > timezone.now() + timedelta(seconds=NOT_DUE_LEEWAY_SECONDS):
         return
-    _attempt(delivery.event, [delivery])
+    _attempt([(delivery.event, [delivery])])
 
 
-def _attempt(event: WebhookEvent, deliveries: list[WebhookDelivery]) -> None:
-    if not deliveries:
+def _attempt(sending: list[tuple[WebhookEvent, list[WebhookDelivery]]]) -> None:
+    posts = [
+        (event, json.dumps(event.payload, separators=(",", ":"), ensure_ascii=False), delivery)
+        for event, deliveries in sending
+        for delivery in deliveries
+    ]
+    if not posts:
         return
-    body = json.dumps(event.payload, separators=(",", ":"), ensure_ascii=False)
-    if len(deliveries) == 1:
-        attempts = [_send(event, body, deliveries[0])]
+    if len(posts) == 1:
+        attempts = [_send(*posts[0])]
     else:
-        attempts = list(_senders.map(lambda d: _send(event, body, d), deliveries))
+        attempts = list(_senders.map(lambda post: _send(*post), posts))
     _attempts_record(attempts)
 
 

@@ -197,7 +197,7 @@ def webhook_event_insert_sql(*, source: str, task: Task, args: Sequence[str]) ->
     event for each row of `source`, a FROM clause (the change's statement yields one row, or
     none when it changed nothing): the event, its `data` None, and the task `task(event id,
     *args)`, `args` being SQL expressions over `source`. The task renders the data from them and
-    calls `webhook_event_complete`. Values: `webhook_event_insert_params`.
+    calls `webhook_events_complete`. Values: `webhook_event_insert_params`.
 
     For a change that is one autocommit statement, to which `webhook_event_record` would add a
     transaction and three round trips. Each column is written as the ORM would write it, from
@@ -252,23 +252,34 @@ def webhook_event_insert_params(
     }
 
 
-def webhook_event_complete(*, event_id: str, data: Callable[[], dict]) -> None:
-    """Give an event recorded by a statement (`webhook_event_insert_sql`) its data, then
-    dispatch it: the body of its task.
+def webhook_events_complete(
+    *, event_ids: list[str], render: Callable[[list[str]], dict[str, dict]]
+) -> set[str]:
+    """Give events recorded by a statement (`webhook_event_insert_sql`) their data, then
+    dispatch them: the body of their tasks, run together (`batching`). `render` gets the ids of
+    those still without data and returns the data of each. Returns the ids of the events left
+    for another run (`delivering.webhook_events_fan_out`).
 
     The data is saved once, before the first delivery, by a conditional UPDATE: a second run of
-    the task (a worker lost) finds it saved, or loses the UPDATE and reads the winner's, so
-    every attempt and redelivery sends the same body; dispatching twice sends nothing twice.
+    a task (a worker lost) finds it saved, or loses the UPDATE and reads the winner's, so every
+    attempt and redelivery sends the same body; dispatching twice sends nothing twice.
     """
-    event = WebhookEvent.objects.filter(pk=event_id).first()
-    if event is None:
-        return
-    if event.payload["data"] is None:
-        payload = {**event.payload, "data": data()}
-        WebhookEvent.objects.filter(pk=event_id, payload__data=None).update(payload=payload)
+    found = WebhookEvent.objects.in_bulk(event_ids)
+    events = [found[pk] for pk in dict.fromkeys(event_ids) if pk in found]
+    bare = sorted((e for e in events if e.payload["data"] is None), key=lambda e: e.pk)
+    if bare:
+        data = render([event.pk for event in bare])
+        with transaction.atomic():  # one commit for all; rows locked in id order
+            for event in bare:
+                WebhookEvent.objects.filter(pk=event.pk, payload__data=None).update(
+                    payload={**event.payload, "data": data[event.pk]}
+                )
         # As stored (PostgreSQL orders a JSON object's keys): the bytes every attempt sends.
-        event.refresh_from_db(fields=["payload"])
-    delivering.webhook_event_fan_out(event)
+        stored = WebhookEvent.objects.filter(pk__in=[event.pk for event in bare])
+        payloads = dict(stored.values_list("pk", "payload"))
+        for event in bare:
+            event.payload = payloads[event.pk]
+    return delivering.webhook_events_fan_out(events)
 
 
 def _insert_sql(model: type[models.Model], name: str, source: str, statement: dict) -> str:

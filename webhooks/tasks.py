@@ -6,11 +6,18 @@ Tasks take ids, never instances, and call the services, which hold the rules.
 from django_tasks import task
 
 from . import delivering
+from .batching import tasks_run_batched
 
 
 @task()
 def webhook_event_dispatch(event_id: str) -> None:
-    delivering.webhook_event_dispatch(event_id=event_id)
+    tasks_run_batched(args=[event_id], run=_events_dispatch, size=delivering.BATCH_EVENTS)
+
+
+def _events_dispatch(calls: list[list]) -> set[int]:
+    event_ids = [event_id for (event_id,) in calls]
+    left = delivering.webhook_events_dispatch(event_ids=event_ids)
+    return {n for n, event_id in enumerate(event_ids) if event_id in left}
 
 
 @task()

@@ -39,12 +39,15 @@ class Receiver:
     """An HTTP server that records every POST and answers with scripted statuses (then 200).
 
     `unique` keeps the first request of each `webhook-id`, as a receiver that deduplicates.
+    Clearing `answering` holds every answer (the request is recorded) until it is set again.
     """
 
     def __init__(self):
         self.requests: list[dict] = []
         self.statuses: list[int] = []
         self.lock = threading.Lock()
+        self.answering = threading.Event()
+        self.answering.set()
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -55,6 +58,7 @@ class Receiver:
                         {"headers": dict(self.headers), "body": body.decode(), "path": self.path}
                     )
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
+                receiver.answering.wait(timeout=60)
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

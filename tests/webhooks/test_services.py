@@ -13,7 +13,7 @@ from webhooks.delivering import (
     retry_delay,
     webhook_delivery_attempt,
     webhook_endpoint_disabled_notify,
-    webhook_event_dispatch,
+    webhook_events_dispatch,
 )
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.services import webhook_event_record, webhook_wants
@@ -69,8 +69,8 @@ def test_dispatch_sends_to_each_active_endpoint_subscribed_once(organizer, recei
             organizer_id=organizer.id, event_id=12, type="ticket.checked_in", data=TICKET
         )
 
-    webhook_event_dispatch(event_id=event.id)
-    webhook_event_dispatch(event_id=event.id)  # a task run twice sends nothing more
+    webhook_events_dispatch(event_ids=[event.id])
+    webhook_events_dispatch(event_ids=[event.id])  # a task run twice sends nothing more
 
     assert receiver.ids() == {event.id: 2}
     assert [b["data"] for b in receiver.bodies()] == [TICKET, TICKET]
@@ -256,8 +256,8 @@ def test_a_dispatch_run_again_leaves_a_failed_delivery_to_its_retry(organizer, r
         )
     DBTaskResult.objects.all().delete()
 
-    webhook_event_dispatch(event_id=event.id)
-    webhook_event_dispatch(event_id=event.id)
+    webhook_events_dispatch(event_ids=[event.id])
+    webhook_events_dispatch(event_ids=[event.id])
 
     assert len(receiver.requests) == 1
     delivery = WebhookDelivery.objects.get()

@@ -32,7 +32,7 @@ from tickets.services.publishing import Type, ticket_checked_in_publish, ticket_
 from tickets.services.scans import TicketKey
 from webhooks import delivering
 from webhooks.models import WebhookDelivery, WebhookEvent
-from webhooks.services import webhook_endpoint_create, webhook_event_complete, webhook_wants
+from webhooks.services import webhook_endpoint_create, webhook_events_complete, webhook_wants
 
 from .helpers import endpoint_for, wait_for
 
@@ -76,7 +76,7 @@ def _body(payload: dict) -> str:
 
 def _publish_without_sending(monkeypatch) -> None:
     """Run the statement's tasks here; no worker and no receiver: render, send nothing."""
-    monkeypatch.setattr(delivering, "webhook_event_fan_out", lambda event: None)
+    monkeypatch.setattr(delivering, "webhook_events_fan_out", lambda events: set())
     assert run_due_tasks(name_contains=PUBLISH) >= 1
 
 
@@ -250,14 +250,19 @@ def test_the_task_run_again_sends_the_body_saved_first(event, ticket_type, monke
     args = DBTaskResult.objects.get().args_kwargs["args"]
     dispatched = []
     monkeypatch.setattr(
-        delivering, "webhook_event_fan_out", lambda e: dispatched.append(_body(e.payload))
+        delivering,
+        "webhook_events_fan_out",
+        lambda events: dispatched.extend(_body(e.payload) for e in events) or set(),
     )
 
     def rendered_while_another_run_saves_its_own():
         ticket_checked_in_publish.call(*args)  # the other run, which wins the UPDATE
         return {"ticket": "lost"}
 
-    webhook_event_complete(event_id=args[0], data=rendered_while_another_run_saves_its_own)
+    webhook_events_complete(
+        event_ids=[args[0]],
+        render=lambda ids: {args[0]: rendered_while_another_run_saves_its_own()},
+    )
     TicketFormAnswer.objects.filter(ticket=ticket).update(value="XL")
     ticket_checked_in_publish.call(*args)  # after both
 

@@ -101,7 +101,7 @@ def test_the_gate_records_the_check_in_on_either_path(event, ticket, monkeypatch
         key=TicketKey.id(ticket.id),
         actor=Actor(),
     )
-    monkeypatch.setattr(delivering, "webhook_event_fan_out", lambda event: None)
+    monkeypatch.setattr(delivering, "webhook_events_fan_out", lambda events: set())
     run_due_tasks(name_contains="ticket_checked_in_publish")
 
     [payload] = _events()

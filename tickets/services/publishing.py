@@ -18,17 +18,19 @@ from django.db import DEFAULT_DB_ALIAS, models
 from django_tasks import task
 
 from events.models import TicketType
+from webhooks.batching import tasks_run_batched
+from webhooks.delivering import BATCH_EVENTS
 from webhooks.models import WebhookEvent
 from webhooks.services import (
-    webhook_event_complete,
     webhook_event_insert_params,
     webhook_event_insert_sql,
     webhook_event_record,
+    webhook_events_complete,
     webhook_wants,
 )
 
 from ..models import Order, Ticket
-from ..selectors import orders_for_output, tickets_for_output, with_form_answers
+from ..selectors import orders_for_output, tickets_for_output, with_form_answers_of
 from ..serializers import OrderSerializer, TicketSerializer
 
 Type = WebhookEvent.Type
@@ -99,18 +101,33 @@ def ticket_checked_in_publish(webhook_event_id: str, admitted: dict) -> None:
     """Give a `ticket.checked_in` the gate's statement recorded its data, the API's Ticket as
     that statement admitted it (`admitted`: the rows of the ticket and its type), and dispatch it.
 
+    A worker runs it with other due ones (`webhooks.batching`): one pass renders them all.
     The form answers are read now: a check-in does not change them.
     """
-    webhook_event_complete(
-        event_id=webhook_event_id,
-        data=lambda: {"ticket": TicketSerializer().to_representation(_ticket_from(admitted))},
+    tasks_run_batched(
+        args=[webhook_event_id, admitted], run=_tickets_checked_in_publish, size=BATCH_EVENTS
     )
+
+
+def _tickets_checked_in_publish(calls: list[list]) -> set[int]:
+    admitted = dict(calls)
+
+    def render(event_ids: list[str]) -> dict[str, dict]:
+        tickets = {pk: _ticket_from(admitted[pk]) for pk in event_ids}
+        for ticket in tickets.values():
+            ticket.has_answers = True  # not in the row: ask, for all of them in one query
+        with_form_answers_of(list(tickets.values()))
+        serializer = TicketSerializer()
+        return {pk: {"ticket": serializer.to_representation(t)} for pk, t in tickets.items()}
+
+    left = webhook_events_complete(event_ids=list(admitted), render=render)
+    return {n for n, (event_id, _) in enumerate(calls) if event_id in left}
 
 
 def _ticket_from(admitted: dict) -> Ticket:
     ticket = _instance_from(Ticket, admitted["ticket"])
     ticket.ticket_type = _instance_from(TicketType, admitted["ticket_type"])
-    return with_form_answers(ticket)
+    return ticket
 
 
 def _instance_from(model: type[models.Model], row: dict) -> models.Model:
