@@ -35,6 +35,12 @@ def wait_for(condition, *, timeout: float, what: str, log: Path | None = None):
         time.sleep(0.05)
 
 
+class _Server(ThreadingHTTPServer):
+    # Workers post a batch at once, each POST on a connection of its own (HTTP/1.0): the
+    # default backlog of 5 would reset some of them, as a real receiver would not.
+    request_queue_size = 128
+
+
 class Receiver:
     """An HTTP server that records every POST and answers with scripted statuses (then 200).
 
@@ -66,7 +72,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/hooks"
