@@ -54,6 +54,7 @@ def tasks_run_batched(
     """
     running = _running.get()
     peers = _peers_claim(running, limit=size - 1) if running is not None and size > 1 else []
+    _running.set(running)  # the peers' `task_started` signals do not make them the one running
     try:
         undone = run([list(args), *[peer.args_kwargs["args"] for peer in peers]])
     except BaseException:
