@@ -14,6 +14,7 @@ from ticketing.api.fields import (
 from .models import Order, Ticket
 from .selectors import FORM_ANSWERS
 from .services.pages import ticket_page_url
+from .services.scans import GateResult, TypeResult
 
 
 class FormAnswerSerializer(serializers.Serializer):
@@ -205,6 +206,15 @@ class TypeResultSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     error = serializers.CharField(allow_null=True)
 
+    def to_representation(self, result: TypeResult) -> dict:
+        return {
+            "check_in_type_id": result.check_in_type_id,
+            "check_in_type_name": result.check_in_type_name,
+            "used_at": datetime_representation(result.used_at),
+            "success": result.success,
+            "error": result.error,
+        }
+
 
 class GateResultSerializer(serializers.Serializer):
     """`{success, ticket, check_in_results, renew_results}`; `success` is every type's."""
@@ -213,6 +223,17 @@ class GateResultSerializer(serializers.Serializer):
     ticket = TicketSerializer()
     check_in_results = TypeResultSerializer(many=True)
     renew_results = TypeResultSerializer(many=True)
+
+    def to_representation(self, result: GateResult) -> dict:
+        # Directly, as the fields say: every scan answers with it, and DRF would build a nested
+        # serializer and two lists' serializers for each.
+        types = TypeResultSerializer()
+        return {
+            "success": result.success,
+            "ticket": TicketSerializer().to_representation(result.ticket),
+            "check_in_results": [types.to_representation(r) for r in result.check_in_results],
+            "renew_results": [types.to_representation(r) for r in result.renew_results],
+        }
 
 
 class TicketResultSerializer(serializers.Serializer):

@@ -64,13 +64,12 @@ from .serializers import (
     TicketResponseSerializer,
     TicketResultSerializer,
     TicketSerializer,
-    TypeResultSerializer,
 )
 from .services.common import Actor
 from .services.gate import ticket_check_in_at_gate, ticket_renew
 from .services.issuing import ticket_create
 from .services.revoking import ticket_revoke
-from .services.scans import TicketKey
+from .services.scans import GateResult, TicketKey
 
 
 def actor_of(request) -> Actor:
@@ -133,15 +132,8 @@ def _gate_schema(
     )
 
 
-def _gate_response(result) -> Response:
-    return Response(
-        {
-            "success": result.success,
-            "ticket": TicketSerializer(result.ticket).data,
-            "check_in_results": TypeResultSerializer(result.check_in_results, many=True).data,
-            "renew_results": TypeResultSerializer(result.renew_results, many=True).data,
-        }
-    )
+def _gate_response(result: GateResult) -> Response:
+    return Response(GateResultSerializer().to_representation(result))
 
 
 # --- An event's tickets -----------------------------------------------------------------------
