@@ -16,7 +16,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.fields import empty
 from rest_framework.utils import html
 
-from ticketing.api.fields import INT32_MAX, Int32Field, StrictCharField
+from ticketing.api.fields import INT32_MAX, CopiedShallow, Int32Field, StrictCharField
 from ticketing.api.openapi import SPACE, at_least_one_of, exactly_one_of
 
 from .codes import REFERENCE_CODE_MAX_LENGTH, REFERENCE_CODE_MIN_LENGTH, reference_code_validate
@@ -49,7 +49,7 @@ _ID_TEXT = re.compile(r"^\s*[+-]?\d{1,20}\s*$")
         "description": 'A JSON array, repeated keys, `key[]=`, `"1,2"` or `"[1,2]"`.',
     }
 )
-class IdListField(serializers.Field):
+class IdListField(CopiedShallow, serializers.Field):
     """A list of int32 ids in every encoding CONTRACT §1 accepts.
 
     JSON array (`[1, 2]`), repeated form keys (`ids=1&ids=2`), Rails-style `ids[]=1`, one
