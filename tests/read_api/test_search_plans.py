@@ -272,11 +272,13 @@ def test_a_search_is_never_prepared_so_it_is_planned_for_its_pattern(
     assert not [sql for sql in prepared if "LIKE" in sql]
 
 
-def test_the_search_index_keeps_a_short_pending_list():
-    """Check-ins add every ticket's trigrams to the index anew; a short pending list keeps what
-    each search reads through small during a gate's rush (tickets 0008)."""
+@pytest.mark.parametrize(
+    "index", ["ticket_search_trgm_idx", "event_title_trgm_idx", "event_location_name_trgm_idx"]
+)
+def test_the_search_indexes_keep_a_short_pending_list(index):
+    """Check-ins add every ticket's trigrams to the index anew, an import adds thousands of
+    events': a short pending list keeps what each search reads through small, and the planner
+    choosing the index (tickets 0008, events 0003)."""
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT reloptions FROM pg_class WHERE relname = %s", ["ticket_search_trgm_idx"]
-        )
+        cursor.execute("SELECT reloptions FROM pg_class WHERE relname = %s", [index])
         assert cursor.fetchone()[0] == ["gin_pending_list_limit=256"]
