@@ -190,14 +190,18 @@ def test_a_worker_killed_mid_batch_leaves_its_tasks_to_the_next(
 
     workers.start("second")
 
+    tasks = DBTaskResult.objects.filter(task_path=DISPATCH)
+    # The tasks are finished after the transaction that logs their deliveries: wait for both.
     wait_for(
-        lambda: WebhookDelivery.objects.filter(status="delivered").count() == len(events),
+        lambda: (
+            WebhookDelivery.objects.filter(status="delivered").count() == len(events)
+            and tasks.filter(status=TaskResultStatus.SUCCESSFUL).count() == len(events)
+        ),
         timeout=60,
-        what="every delivery",
+        what="every delivery, and every task finished",
         log=workers.log,
     )
     assert receiver.ids() == dict.fromkeys(events, 2)
-    tasks = DBTaskResult.objects.filter(task_path=DISPATCH)
     assert [t.status for t in tasks] == [TaskResultStatus.SUCCESSFUL] * len(events)
     assert [t.worker_ids for t in tasks] == [["first", "second"]] * len(events)
     assert WebhookAttempt.objects.count() == len(events)

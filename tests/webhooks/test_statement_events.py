@@ -282,7 +282,13 @@ def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
     workers.start()
 
     delivered = WebhookDelivery.objects.filter(status="delivered", attempt_count=2)
-    wait_for(delivered.exists, timeout=30, what="delivered at the second attempt", log=workers.log)
+    publish = DBTaskResult.objects.filter(task_path__endswith=PUBLISH)
+    wait_for(
+        lambda: delivered.exists() and publish.filter(status=TaskResultStatus.SUCCESSFUL).exists(),
+        timeout=30,
+        what="delivered at the second attempt, the publishing task finished",
+        log=workers.log,
+    )
 
     recorded = WebhookEvent.objects.get()
     first, retry = receiver.requests
@@ -291,5 +297,4 @@ def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
         assert request["headers"]["webhook-id"] == recorded.id
         payload = Webhook(secret).verify(request["body"], request["headers"])
         assert payload["data"] == {"ticket": as_admitted}
-    publish = DBTaskResult.objects.filter(task_path__endswith=PUBLISH)
     assert [t.status for t in publish] == [TaskResultStatus.SUCCESSFUL]
