@@ -24,10 +24,11 @@ def wait_for_fresh_window(key: str, *, period: int = 60, margin: float = 15.0) -
     Otherwise a window that ends during the test resets the count and the limit seems not to
     hold. The window of a key is deterministic (django-ratelimit staggers them by key).
     """
-    # The window's end is a whole second that may already be (just) behind us: never sleep < 0.
+    # The window's end is a whole second, which still counts in the ending window (django-
+    # ratelimit returns it while the clock is within it): wait until that second is over.
     left = _get_window(key, period) - time.time()
     if left < margin:
-        time.sleep(max(left, 0.0) + 0.5)
+        time.sleep(max(left, 0.0) + 1.5)
 
 
 def free_port() -> int:
