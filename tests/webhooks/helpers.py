@@ -58,7 +58,10 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    return  # the sender died mid-request (a killed worker): nothing received
                 with receiver.lock:
                     receiver.requests.append(
                         {"headers": dict(self.headers), "body": body.decode(), "path": self.path}
