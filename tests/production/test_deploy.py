@@ -1,7 +1,10 @@
 """The production settings and `make serve`'s script, run as a deployment would run them."""
 
+import io
 import json
+import logging
 import os
+import runpy
 import secrets
 import signal
 import socket
@@ -10,6 +13,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -255,3 +259,29 @@ def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
         time.sleep(0.1)
     assert expected in access, access
     assert any(entry["logger"] == "gunicorn.error" for entry in lines)
+
+
+def test_gunicorn_builds_its_access_line_only_when_asked():
+    """The app writes the access line; gunicorn's own, which its JSON logging config would have
+    it build for every request, only with `--access-logfile` (tests/oauth/test_log_scrubbing.py
+    runs that)."""
+    conf = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    assert conf["accesslog"] is None and conf["logconfig_dict"]
+    logger_class = conf["logger_class"]
+    logger = logger_class.__new__(logger_class)  # no `setup`: it would configure this process
+    built = []
+    logger.atoms = lambda *args: built.append(args) or {"s": 200}
+    logger._access_log_enabled = True  # what gunicorn derives from the logging config
+    logger.access_log = logging.getLogger("tests.gunicorn.access")
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    logger.access_log.addHandler(handler)
+    logger.access_log.setLevel(logging.INFO)
+    try:
+        for accesslog in (None, "-"):
+            logger.cfg = SimpleNamespace(accesslog=accesslog, access_log_format="%(s)s")
+            logger.access("response", "request", {}, 0.001)
+    finally:
+        logger.access_log.removeHandler(handler)
+    assert built == [("response", "request", {}, 0.001)]
+    assert lines.getvalue() == "200\n"
