@@ -59,8 +59,8 @@ class WebhookEvent(models.Model):
     )
     type = models.CharField(max_length=32, choices=Type.choices)
     # The body sent, exactly: {"id", "type", "created_at", "organizer_id", "event_id", "data"}.
-    # `data` is None only until the task of an event its change's statement recorded renders it
-    # (services.webhook_event_insert_sql), which is before the first delivery.
+    # `data` is None only in a row written by a change's statement before that statement left
+    # the row to its task (services.webhook_event_insert_sql), until that task renders it.
     payload = models.JSONField(encoder=DjangoJSONEncoder)
     created_at = models.DateTimeField(default=timezone.now)
 

@@ -1,6 +1,7 @@
 """`ticket.checked_in` from the gate's one statement (PostgreSQL, CONTRACT §13): with an endpoint
-subscribed, the admission still costs one autocommit statement, which also writes the event and
-its task; the task renders the API's Ticket as admitted, and a worker delivers it signed."""
+subscribed, the admission still costs one autocommit statement, which also queues the event's
+task; the task renders the API's Ticket as admitted and records the event, and a worker delivers
+it signed."""
 
 import json
 
@@ -99,12 +100,20 @@ def test_an_admission_with_an_endpoint_subscribed_is_one_autocommit_statement(ev
         result = _check_in(ticket)
 
     [statement] = [q["sql"] for q in context.captured_queries]  # no BEGIN, no COMMIT
-    assert WebhookEvent._meta.db_table in statement
     assert DBTaskResult._meta.db_table in statement
+    assert WebhookEvent._meta.db_table not in statement  # its task writes it
     assert result.ticket.status == "used"
-    [event_row] = WebhookEvent.objects.all()
     [task_row] = DBTaskResult.objects.all()
-    assert task_row.args_kwargs["args"][0] == event_row.id
+    event_id, _, envelope = task_row.args_kwargs["args"]
+    assert envelope == {
+        "id": event_id,
+        "type": "ticket.checked_in",
+        "created_at": timezone.localtime(result.ticket.updated_at).isoformat(),
+        "organizer_id": event.organizer_id,
+        "event_id": event.id,
+        "data": None,
+    }
+    assert not WebhookEvent.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -128,7 +137,8 @@ def test_a_check_in_request_costs_the_same_statements_with_an_endpoint_as_withou
     assert len(with_endpoint) == len(without)
     assert not {"BEGIN", "COMMIT"} & set(with_endpoint)
     assert DBTaskResult._meta.db_table in with_endpoint[-1]
-    assert WebhookEvent.objects.count() == 2  # the warm-up's and the counted one's
+    # The warm-up's and the counted one's, each recorded by its task.
+    assert DBTaskResult.objects.filter(task_path__endswith=PUBLISH).count() == 2
 
 
 @pytest.mark.django_db
@@ -237,7 +247,7 @@ def test_a_second_admission_of_the_ticket_writes_no_second_event(event, ticket_t
     assert gate._admit(**admit) is not None
     assert gate._admit(**admit) is None
 
-    assert WebhookEvent.objects.count() == DBTaskResult.objects.count() == 1
+    assert DBTaskResult.objects.count() == 1
 
 
 @pytest.mark.django_db
@@ -260,7 +270,7 @@ def test_the_task_run_again_sends_the_body_saved_first(event, ticket_type, monke
         return {"ticket": "lost"}
 
     webhook_events_complete(
-        event_ids=[args[0]],
+        envelopes={args[0]: args[2]},
         render=lambda ids: {args[0]: rendered_while_another_run_saves_its_own()},
     )
     TicketFormAnswer.objects.filter(ticket=ticket).update(value="XL")
@@ -269,6 +279,32 @@ def test_the_task_run_again_sends_the_body_saved_first(event, ticket_type, monke
     saved = WebhookEvent.objects.get().payload
     assert saved["data"]["ticket"]["forms"][0]["value"] == "L"
     assert dispatched == [_body(saved)] * 3  # the bytes, not only the values
+
+
+@pytest.mark.django_db
+def test_a_task_queued_when_the_statement_wrote_the_event_still_renders_it(
+    event, ticket_type, monkeypatch
+):
+    """A task queued before the statement left the event's row to its task: the statement wrote
+    the row, its data None, and gave the task no envelope."""
+    _endpoint(event.organizer)
+    ticket = _holder_ticket(event, ticket_type)
+    as_admitted = TicketSerializer().to_representation(_check_in(ticket).ticket)
+    task_row = DBTaskResult.objects.get()
+    event_id, admitted, envelope = task_row.args_kwargs["args"]
+    WebhookEvent.objects.create(
+        id=event_id,
+        organizer_id=event.organizer_id,
+        type="ticket.checked_in",
+        payload=envelope,
+        created_at=timezone.now(),
+    )
+    task_row.args_kwargs["args"] = [event_id, admitted]
+    task_row.save(update_fields=["args_kwargs"])
+
+    _publish_without_sending(monkeypatch)
+
+    assert WebhookEvent.objects.get().payload == {**envelope, "data": {"ticket": as_admitted}}
 
 
 def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(

@@ -5,8 +5,8 @@ event commits or rolls back with the change. The payload's `data` is the API's o
 Order representation, built only when some endpoint wants the event; neither needs a request
 (`ticket_url` is built from `SITE_URL`), so a payload is the same whichever interface made the
 change. The gate's one-statement admission is the exception that cannot build it in the
-request: its statement records the event with the ticket's row as admitted, and a task renders
-the same representation from that row (`ticket_checked_in_sql`).
+request: its statement queues a task with the ticket's row as admitted, and the task renders
+the same representation from that row and records the event (`ticket_checked_in_sql`).
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def order_cancelled_record(*, organizer_id: int, order: Order, revoked: Iterable
 
 
 def ticket_checked_in_sql(*, admitted: str) -> str:
-    """Clauses of a WITH that record `ticket.checked_in` for the ticket `admitted` yields (the
-    name of a query returning the ticket's row): the event, and the task that renders its data
-    from that row and its ticket type's (`ticket_checked_in_publish`). For the gate's
+    """A clause of a WITH that records `ticket.checked_in` for the ticket `admitted` yields (the
+    name of a query returning the ticket's row): the task that renders the event's data from
+    that row and its ticket type's, and writes it (`ticket_checked_in_publish`). For the gate's
     admission, which is one autocommit statement; values: `ticket_checked_in_params`."""
     return webhook_event_insert_sql(
         source=f"{admitted} JOIN {TicketType._meta.db_table} AS admitted_type"
@@ -97,20 +97,27 @@ def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) 
 
 
 @task()
-def ticket_checked_in_publish(webhook_event_id: str, admitted: dict) -> None:
-    """Give a `ticket.checked_in` the gate's statement recorded its data, the API's Ticket as
-    that statement admitted it (`admitted`: the rows of the ticket and its type), and dispatch it.
+def ticket_checked_in_publish(
+    webhook_event_id: str, admitted: dict, envelope: dict | None = None
+) -> None:
+    """Record a `ticket.checked_in` the gate's statement queued, `envelope` its body but the
+    data, with the API's Ticket as that statement admitted it (`admitted`: the rows of the
+    ticket and its type), and dispatch it. (A task queued without `envelope` found its event's
+    row written by the statement.)
 
     A worker runs it with other due ones (`webhooks.batching`): one pass renders them all.
     The form answers are read now: a check-in does not change them.
     """
     tasks_run_batched(
-        args=[webhook_event_id, admitted], run=_tickets_checked_in_publish, size=BATCH_EVENTS
+        args=[webhook_event_id, admitted, envelope],
+        run=_tickets_checked_in_publish,
+        size=BATCH_EVENTS,
     )
 
 
 def _tickets_checked_in_publish(calls: list[list]) -> set[int]:
-    admitted = dict(calls)
+    admitted = {call[0]: call[1] for call in calls}
+    envelopes = {call[0]: call[2] if len(call) > 2 else None for call in calls}
 
     def render(event_ids: list[str]) -> dict[str, dict]:
         tickets = {pk: _ticket_from(admitted[pk]) for pk in event_ids}
@@ -120,8 +127,8 @@ def _tickets_checked_in_publish(calls: list[list]) -> set[int]:
         serializer = TicketSerializer()
         return {pk: {"ticket": serializer.to_representation(t)} for pk, t in tickets.items()}
 
-    left = webhook_events_complete(event_ids=list(admitted), render=render)
-    return {n for n, (event_id, _) in enumerate(calls) if event_id in left}
+    left = webhook_events_complete(envelopes=envelopes, render=render)
+    return {n for n, call in enumerate(calls) if call[0] in left}
 
 
 def _ticket_from(admitted: dict) -> Ticket:
