@@ -23,6 +23,7 @@ from django_tasks.base import Task
 from django_tasks_db.backend import DatabaseBackend
 from django_tasks_db.models import DBTaskResult
 
+from organizers.models import Organizer
 from ticketing.api.fields import datetime_representation
 
 from . import delivering, tasks
@@ -259,6 +260,10 @@ def webhook_events_complete(
     """
     found = WebhookEvent.objects.in_bulk(list(envelopes))
     new = sorted(pk for pk, envelope in envelopes.items() if pk not in found and envelope)
+    if new:  # an organizer deleted since takes its events with it, as a cascade would have
+        organizers = {envelopes[pk]["organizer_id"] for pk in new}
+        kept = set(Organizer.objects.filter(pk__in=organizers).values_list("pk", flat=True))
+        new = [pk for pk in new if envelopes[pk]["organizer_id"] in kept]
     bare = sorted(pk for pk, event in found.items() if event.payload["data"] is None)
     if new or bare:
         data = render(sorted([*new, *bare]))

@@ -14,6 +14,7 @@ from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
 from events.models import TicketType
+from organizers.models import Organizer
 from tests.factories import (
     EventFactory,
     FormFieldFactory,
@@ -279,6 +280,26 @@ def test_the_task_run_again_sends_the_body_saved_first(event, ticket_type, monke
     saved = WebhookEvent.objects.get().payload
     assert saved["data"]["ticket"]["forms"][0]["value"] == "L"
     assert dispatched == [_body(saved)] * 3  # the bytes, not only the values
+
+
+@pytest.mark.django_db
+def test_a_task_whose_organizer_is_gone_records_nothing(event, ticket_type, monkeypatch):
+    """An organizer deleted (its events first, which protect it) after the check-in and before
+    its task: the deletion would have taken the event with it, so the task records none, and
+    does not fail over the missing organizer."""
+    _endpoint(event.organizer)
+    _check_in(TicketFactory(event=event, ticket_type=ticket_type))
+    task_row = DBTaskResult.objects.get()
+    event_id, admitted, envelope = task_row.args_kwargs["args"]
+    gone = Organizer.objects.order_by("-pk").first().pk + 1
+    task_row.args_kwargs["args"] = [event_id, admitted, {**envelope, "organizer_id": gone}]
+    task_row.save(update_fields=["args_kwargs"])
+
+    monkeypatch.setattr(delivering, "webhook_events_fan_out", lambda events: set())
+    assert run_due_tasks(name_contains=PUBLISH) == 1
+
+    assert not WebhookEvent.objects.exists()
+    assert DBTaskResult.objects.get().status == TaskResultStatus.SUCCESSFUL
 
 
 @pytest.mark.django_db
