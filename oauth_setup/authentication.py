@@ -47,6 +47,7 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
         copy = token_cache.cached_token(raw_token)
         if copy is not None:
             if count_request(request, copy, marker) == [False]:
+                token_cache.vouch(django_request, checksum, read_at=read_at)
                 return copy.user, copy
             token_cache.drop(checksum)  # marked, or the cache did not say: ask the database
         authenticated = super().authenticate(request)
@@ -56,6 +57,7 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
             and count_request(request, authenticated[1], marker) == [False]
         ):
             token_cache.remember(authenticated[1], read_at=read_at)
+            token_cache.vouch(django_request, checksum, read_at=read_at)
         return authenticated
 
     def authenticate_header(self, request):

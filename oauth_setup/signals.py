@@ -1,14 +1,19 @@
 """Keep the token cache true to the database (`oauth_setup.token_cache`).
 
 Deleting a user or an application deletes its tokens, and each deletion arrives here as the
-token's own `post_delete`. Bulk `QuerySet.update()` sends no signal: whoever changes tokens,
-users or applications that way must call `token_cache.forget*` too.
+token's own `post_delete`. A change to a membership forgets its user's tokens, which forgets the
+roles their copies keep (an organizer's deletion deletes its memberships, each arriving here).
+
+Bulk `QuerySet.update()` sends no signal: whoever changes tokens, users, applications or
+memberships that way must call `token_cache.forget*` too.
 """
 
 from django.contrib.auth import get_user_model
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 from oauth2_provider.models import get_access_token_model, get_application_model
+
+from organizers.models import Membership
 
 from . import token_cache
 
@@ -38,3 +43,17 @@ def _user_saved(sender, instance, created, update_fields=None, **kwargs):
 def _application_saved(sender, instance, created, **kwargs):
     if not created:
         token_cache.forget_tokens_of(application=instance)
+
+
+@receiver(pre_save, sender=Membership, dispatch_uid="token_cache_membership_changed")
+def _membership_changed(sender, instance, **kwargs):
+    # The membership may move to another user, so its user before the change is forgotten too.
+    # A new one replaces nothing: a copy keeps only the roles its user had.
+    if instance.pk is not None:
+        before = Membership.objects.filter(pk=instance.pk).values_list("user_id", flat=True)
+        token_cache.forget_tokens_of(user_id__in=[instance.user_id, *before])
+
+
+@receiver(post_delete, sender=Membership, dispatch_uid="token_cache_membership_deleted")
+def _membership_deleted(sender, instance, **kwargs):
+    token_cache.forget_tokens_of(user_id=instance.user_id)

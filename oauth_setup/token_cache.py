@@ -23,6 +23,14 @@ failed), so a revocation is never lost to a cache outage. The copy leaves out th
 value, the user's password hash and the application's secret hash, and each request gets its own
 instance of it. Tokens restricted to a resource (RFC 8707) are never kept: DOT checks them
 against each request's URI.
+
+A copy also keeps the user's role in each organizer the user was found a member of
+(`cached_role`), so that a gate's scan with a member's token asks the database nothing before its
+admission. A role is read and kept only in a request whose marker read found none (`vouch`), and
+lives no longer than the copy: `oauth_setup.signals` forgets a user's tokens when a membership of
+theirs changes or goes (an organizer's deletion takes its memberships with it), so a changed role
+is seen as a revocation is. Only roles are kept, never their absence: a membership added reaches
+every process at once.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ import pickle
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
@@ -49,11 +58,20 @@ logger = logging.getLogger(__name__)
 KEY_PREFIX = "api-token:v1:"  # the version: a deployment that changes the models bumps it
 FORGOTTEN = "forgotten"
 MAX_TOKENS = 4096  # a few hundred scanners and clients per process, with room to spare
+MAX_ROLES = 64  # organizers whose role one copy keeps; a user of more asks the database
 # Not worth caching a token about to expire: DOT's own lookup decides its last moments.
 _MIN_LIFETIME = timedelta(seconds=5)
 
-# checksum -> (monotonic time it must be dropped, the pickled copy)
-_copies: OrderedDict[str, tuple[float, bytes]] = OrderedDict()
+
+@dataclass(slots=True)
+class _Copy:
+    drop_at: float  # the monotonic time it must be dropped
+    token: bytes  # pickled
+    # organizer id -> (the user's role, the monotonic time it must be dropped)
+    roles: dict[int, tuple[str, float]] = field(default_factory=dict)
+
+
+_copies: OrderedDict[str, _Copy] = OrderedDict()  # by checksum
 _lock = threading.Lock()  # for threaded workers
 
 
@@ -76,15 +94,21 @@ def cached_token(raw_token: str):
         return None
     checksum = checksum_of(raw_token)
     with _lock:
-        entry = _copies.get(checksum)
+        entry = _live_copy(checksum)
         if entry is None:
             return None
-        if entry[0] <= time.monotonic():
-            del _copies[checksum]
-            return None
         _copies.move_to_end(checksum)
-    token = pickle.loads(entry[1])  # each request gets its own instance
+    token = pickle.loads(entry.token)  # each request gets its own instance
     return token if token_may_act(token) else None
+
+
+def _live_copy(checksum: str) -> _Copy | None:
+    """The copy of `checksum`, if it is not due to be dropped (the caller holds `_lock`)."""
+    entry = _copies.get(checksum)
+    if entry is not None and entry.drop_at <= time.monotonic():
+        del _copies[checksum]
+        return None
+    return entry
 
 
 def remember(token, *, read_at: float) -> None:
@@ -100,10 +124,44 @@ def remember(token, *, read_at: float) -> None:
     copy.application = _without(token.application, "client_secret")
     drop_at = min(read_at + seconds, time.monotonic() + lifetime.total_seconds())
     with _lock:
-        _copies[token.token_checksum] = (drop_at, pickle.dumps(copy))
+        _copies[token.token_checksum] = _Copy(drop_at, pickle.dumps(copy))
         _copies.move_to_end(token.token_checksum)
         while len(_copies) > MAX_TOKENS:
             _copies.popitem(last=False)
+
+
+def vouch(request, checksum: str, *, read_at: float) -> None:
+    """Say that this request's token (`checksum`) had no marker in a read made after `read_at`
+    (`time.monotonic()` taken before it): the request may use and keep its copy's roles."""
+    request._token_cache_vouched = (checksum, read_at)
+
+
+def cached_role(request, organizer_id: int) -> str | None:
+    """The role kept with the request's token for this organizer, if the request vouched."""
+    vouched = getattr(request, "_token_cache_vouched", None)
+    if vouched is None:
+        return None
+    with _lock:
+        entry = _live_copy(vouched[0])
+        kept = entry.roles.get(organizer_id) if entry is not None else None
+    if kept is None or kept[1] <= time.monotonic():
+        return None
+    return kept[0]
+
+
+def remember_role(request, organizer_id: int, role: str) -> None:
+    """Keep the role of the request's user in this organizer, read after the request vouched."""
+    vouched = getattr(request, "_token_cache_vouched", None)
+    if vouched is None:
+        return
+    checksum, read_at = vouched
+    with _lock:
+        entry = _live_copy(checksum)
+        if entry is not None and (organizer_id in entry.roles or len(entry.roles) < MAX_ROLES):
+            # No later than a marker written after this request's read of it: the copy may
+            # have been kept by a request that read its marker later.
+            drop_at = min(entry.drop_at, read_at + settings.API_TOKEN_CACHE_SECONDS)
+            entry.roles[organizer_id] = (role, drop_at)
 
 
 def drop(checksum: str) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from rest_framework.permissions import BasePermission
 
+from oauth_setup import token_cache
 from ticketing.api.caller import Caller, caller_of
 from ticketing.api.exceptions import (
     ApplicationNotOwned,
@@ -105,6 +106,20 @@ def _organizer_from_path(request, view, *, with_membership_of=None) -> Organizer
     return access
 
 
+def _member_organizer(request, view, caller: Caller) -> OrganizerAccess:
+    """Step 4 for a user token: its role as the token cache kept it, else as the database says
+    (a role found is then kept: `oauth_setup.token_cache.cached_role`)."""
+    organizer_id = view.kwargs.get("organizer_id")
+    role = token_cache.cached_role(request._request, organizer_id)
+    if role is not None:
+        request.organizer_id = organizer_id
+        return OrganizerAccess(organizer_id=organizer_id, role=role)
+    organizer = _organizer_from_path(request, view, with_membership_of=caller.user)
+    if organizer.role is not None:
+        token_cache.remember_role(request._request, organizer.organizer_id, organizer.role)
+    return organizer
+
+
 def _own_organizer(request, view, caller: Caller) -> OrganizerAccess | None:
     """Step 4 for an application token on its own organizer's path, without a query: an
     organizer's deletion takes its applications and their tokens with it."""
@@ -151,7 +166,7 @@ class OrganizerResource(BasePermission):
         if caller.is_user_token:
             if not acts_as_member(caller):
                 raise InsufficientScope("organizer")
-            organizer = _organizer_from_path(request, view, with_membership_of=caller.user)
+            organizer = _member_organizer(request, view, caller)
         else:
             if not caller.has_scope("public"):
                 raise InsufficientScope("public")

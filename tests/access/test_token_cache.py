@@ -4,6 +4,7 @@ import time
 import urllib.parse
 import urllib.request
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import update_last_login
@@ -17,7 +18,8 @@ from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 
 from oauth_setup import token_cache
-from tests.factories import ApplicationFactory, UserFactory
+from organizers.models import Membership
+from tests.factories import ApplicationFactory, MembershipFactory, UserFactory
 from tests.oauth.support import (
     database_url,
     free_port,
@@ -31,6 +33,7 @@ from tests.support import TokenClient, mint_token
 pytestmark = pytest.mark.django_db
 
 EVENTS = "/api/public/organizers/{}/events"
+WEBHOOKS = "/api/public/organizers/{}/webhooks"  # owners and admins only
 
 
 def _token_queries(client, url) -> int:
@@ -270,6 +273,163 @@ def test_token_about_to_expire_is_not_cached(application):
     assert _cached(raw) is None
 
 
+# --- The roles a copy keeps ---------------------------------------------------------------------
+
+
+def _role_reads(client, url, *, status: int = 200) -> int:
+    """Statements of a call that read a membership; its status must be `status`."""
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(url)
+    assert response.status_code == status, response.content
+    return sum(Membership._meta.db_table in q["sql"] for q in captured.captured_queries)
+
+
+def _member_client(organizer, *, role: str = "admin") -> tuple[TokenClient, Membership]:
+    """A member's token through a platform application: the organizer's deletion leaves it."""
+    membership = MembershipFactory(organizer=organizer, role=role)
+    raw = mint_token(
+        application=ApplicationFactory(organizer=None),
+        user=membership.user,
+        scope="public organizer",
+    )
+    return TokenClient(raw), membership
+
+
+def _error(client, url) -> tuple[int, str]:
+    response = client.get(url)
+    return response.status_code, response.json()["error"]
+
+
+def test_a_members_second_call_does_not_read_the_membership(organizer):
+    client, _ = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    assert _role_reads(client, url) == 0
+
+
+def test_roles_are_kept_per_organizer(organizer, other_organizer):
+    client, membership = _member_client(organizer)
+    MembershipFactory(user=membership.user, organizer=other_organizer, role="staff")
+    for url in (EVENTS.format(organizer.id), EVENTS.format(other_organizer.id)):
+        assert _role_reads(client, url) == 1
+    assert _role_reads(client, WEBHOOKS.format(organizer.id)) == 0  # an admin there
+    assert _error(client, WEBHOOKS.format(other_organizer.id)) == (403, "not_organizer_member")
+
+
+def test_a_removed_member_loses_access_at_once(organizer):
+    client, membership = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    membership.delete()
+    assert _error(client, url) == (403, "not_organizer_member")
+
+
+def test_a_lowered_role_is_seen_at_once(organizer):
+    client, membership = _member_client(organizer, role="owner")
+    url = WEBHOOKS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    membership.role = Membership.Role.STAFF
+    membership.save()
+    assert _error(client, url) == (403, "not_organizer_member")
+    # Still a member: while the change's marker lives, the database answers each call.
+    assert _role_reads(client, EVENTS.format(organizer.id)) == 1
+    assert _role_reads(client, EVENTS.format(organizer.id)) == 1
+
+
+def test_a_membership_moved_to_another_user_is_seen_at_once(organizer):
+    client, membership = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    membership.user = UserFactory()
+    membership.save()
+    assert _error(client, url) == (403, "not_organizer_member")
+
+
+def test_a_deleted_organizer_is_seen_at_once(organizer):
+    client, _ = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    organizer.delete()
+    assert _error(client, url) == (404, "not_found")
+
+
+def test_a_new_member_is_let_in_at_once(organizer):
+    client, membership = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    membership.delete()
+    assert _error(client, url) == (403, "not_organizer_member")  # an absence is never kept
+    MembershipFactory(user=membership.user, organizer=organizer, role="staff")
+    assert _role_reads(client, url) == 1
+
+
+def test_a_marker_from_another_process_sends_the_role_to_the_database(organizer):
+    """Another process removed the membership: this one only sees the marker it left."""
+    client, membership = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    with connection.cursor() as cursor:  # deleted as another process would: no signal here
+        cursor.execute(f"DELETE FROM {Membership._meta.db_table} WHERE id = %s", [membership.pk])
+    assert _role_reads(client, url) == 0  # no marker: the kept role serves
+    checksum = token_cache.checksum_of(client.token)
+    caches["strict"].set(token_cache.marker_key(checksum), "forgotten", 60)
+    assert _error(client, url) == (403, "not_organizer_member")
+
+
+def test_no_role_is_kept_or_served_while_the_cache_does_not_answer(organizer, monkeypatch):
+    client, _ = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    assert _role_reads(client, url) == 0
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionError("cache unreachable")
+
+    monkeypatch.setattr("ticketing.api.throttling.count_and_check", unreachable)
+    assert _role_reads(client, url) == 1
+    assert _role_reads(client, url) == 1
+    monkeypatch.undo()
+    assert _role_reads(client, url) == 1
+    assert _role_reads(client, url) == 0
+
+
+def test_a_role_lives_no_longer_than_a_marker_written_after_its_read(settings, organizer):
+    client, _ = _member_client(organizer)
+    checksum = token_cache.checksum_of(client.token)
+    token_cache.remember(_stored(client.token), read_at=time.monotonic())
+    request = SimpleNamespace()
+    token_cache.vouch(request, checksum, read_at=time.monotonic())
+    token_cache.remember_role(request, organizer.id, "admin")
+    assert token_cache.cached_role(request, organizer.id) == "admin"
+    token_cache.vouch(
+        request, checksum, read_at=time.monotonic() - settings.API_TOKEN_CACHE_SECONDS
+    )
+    token_cache.remember_role(request, organizer.id, "admin")
+    assert token_cache.cached_role(request, organizer.id) is None
+
+
+def test_a_request_that_did_not_vouch_neither_reads_nor_keeps_roles(organizer):
+    client, _ = _member_client(organizer)
+    token_cache.remember(_stored(client.token), read_at=time.monotonic())
+    vouched, unvouched = SimpleNamespace(), SimpleNamespace()
+    token_cache.vouch(vouched, token_cache.checksum_of(client.token), read_at=time.monotonic())
+    token_cache.remember_role(unvouched, organizer.id, "admin")
+    assert token_cache.cached_role(vouched, organizer.id) is None
+    token_cache.remember_role(vouched, organizer.id, "admin")
+    assert token_cache.cached_role(unvouched, organizer.id) is None
+
+
+def test_a_copy_keeps_a_bounded_number_of_roles(organizer, monkeypatch):
+    monkeypatch.setattr(token_cache, "MAX_ROLES", 1)
+    client, _ = _member_client(organizer)
+    token_cache.remember(_stored(client.token), read_at=time.monotonic())
+    request = SimpleNamespace()
+    token_cache.vouch(request, token_cache.checksum_of(client.token), read_at=time.monotonic())
+    token_cache.remember_role(request, organizer.id, "admin")
+    token_cache.remember_role(request, organizer.id + 1, "staff")
+    assert token_cache.cached_role(request, organizer.id) == "admin"
+    assert token_cache.cached_role(request, organizer.id + 1) is None
+
+
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
@@ -299,3 +459,27 @@ def _post_form(url: str, fields: dict[str, str]) -> int:
     data = urllib.parse.urlencode(fields).encode()
     with urllib.request.urlopen(urllib.request.Request(url, data=data), timeout=10) as response:
         return response.status
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_membership_removed_in_one_process_reaches_the_other(tmp_path):
+    """The server keeps the member's role; this process removes the membership; the server
+    refuses the member's next call."""
+    membership = MembershipFactory(role="staff")
+    raw = mint_token(
+        application=ApplicationFactory(organizer=membership.organizer),
+        user=membership.user,
+        scope="public organizer",
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}" + EVENTS.format(membership.organizer_id)
+    env = server_env(DATABASE_URL=database_url())
+    with running(gunicorn_command(port), port=port, env=env, log=tmp_path / "server.log"):
+        assert get(url, token=raw)[0] == 200
+        assert get(url, token=raw)[0] == 200  # now with the role the server kept
+        membership.delete()
+        status, _, body = get(url, token=raw)
+    assert status == 403, body
+    assert b"not_organizer_member" in body
