@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import update_last_login
 from django.core.cache import caches
 from django.core.cache.backends.locmem import LocMemCache
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -18,6 +18,7 @@ from oauth2_provider.models import AccessToken
 from rest_framework.test import APIClient
 
 from oauth_setup import token_cache
+from oauth_setup.exceptions import TokenCacheUnavailable
 from organizers.models import Membership
 from tests.factories import ApplicationFactory, MembershipFactory, UserFactory
 from tests.oauth.support import (
@@ -360,6 +361,20 @@ def test_a_new_member_is_let_in_at_once(organizer):
     assert _error(client, url) == (403, "not_organizer_member")  # an absence is never kept
     MembershipFactory(user=membership.user, organizer=organizer, role="staff")
     assert _role_reads(client, url) == 1
+
+
+def test_a_membership_change_the_cache_cannot_record_is_refused(settings, organizer):
+    client, membership = _member_client(organizer)
+    url = EVENTS.format(organizer.id)
+    assert _role_reads(client, url) == 1
+    settings.CACHES = {
+        **settings.CACHES,
+        "strict": {"BACKEND": f"{__name__}._UnreachableCache", "LOCATION": "unreachable"},
+    }
+    with pytest.raises(TokenCacheUnavailable), transaction.atomic():
+        membership.delete()
+    assert Membership.objects.filter(pk=membership.pk).exists()
+    assert client.get(url).status_code == 200
 
 
 def test_a_marker_from_another_process_sends_the_role_to_the_database(organizer):
