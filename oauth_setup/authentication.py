@@ -17,7 +17,8 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
     oauthlib already reads the `Authorization` header, the query string and a form body; a JSON
     body is handed to it as the header the client could have sent. A token DOT has validated is
     served from the token cache on later calls, once its revocation marker, read in the round
-    trip that counts the request's rate limits, says it may (`token_cache`). An invalid token is
+    trip that counts the request's rate limits, says it may (`token_cache`); the request then
+    carries the roles kept with it (`kept_roles`). An invalid token is
     not an error here: the view's permission decides, so that every endpoint answers the same
     way.
     """
@@ -47,7 +48,7 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
         copy = token_cache.cached_token(raw_token)
         if copy is not None:
             if count_request(request, copy, marker) == [False]:
-                token_cache.vouch(django_request, checksum, read_at=read_at)
+                django_request.kept_roles = token_cache.KeptRoles(checksum, read_at=read_at)
                 return copy.user, copy
             token_cache.drop(checksum)  # marked, or the cache did not say: ask the database
         authenticated = super().authenticate(request)
@@ -57,7 +58,7 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
             and count_request(request, authenticated[1], marker) == [False]
         ):
             token_cache.remember(authenticated[1], read_at=read_at)
-            token_cache.vouch(django_request, checksum, read_at=read_at)
+            django_request.kept_roles = token_cache.KeptRoles(checksum, read_at=read_at)
         return authenticated
 
     def authenticate_header(self, request):

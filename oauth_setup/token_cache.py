@@ -25,9 +25,9 @@ instance of it. Tokens restricted to a resource (RFC 8707) are never kept: DOT c
 against each request's URI.
 
 A copy also keeps the user's role in each organizer the user was found a member of
-(`cached_role`), so that a gate's scan with a member's token asks the database nothing before its
-admission. A role is read and kept only in a request whose marker read found none (`vouch`), and
-lives no longer than the copy: `oauth_setup.signals` forgets a user's tokens when a membership of
+(`KeptRoles`), so that a gate's scan with a member's token asks the database nothing before its
+admission. A role is read and kept only in a request whose marker read found none, and lives no
+longer than the copy: `oauth_setup.signals` forgets a user's tokens when a membership of
 theirs changes or goes (an organizer's deletion takes its memberships with it), so a changed role
 is seen as a revocation is. Only roles are kept, never their absence: a membership added reaches
 every process at once.
@@ -130,37 +130,33 @@ def remember(token, *, read_at: float) -> None:
             _copies.popitem(last=False)
 
 
-def vouch(request, checksum: str, *, read_at: float) -> None:
-    """Say that this request's token (`checksum`) had no marker in a read made after `read_at`
-    (`time.monotonic()` taken before it): the request may use and keep its copy's roles."""
-    request._token_cache_vouched = (checksum, read_at)
+class KeptRoles:
+    """The roles kept with the copy of a token whose marker a request found absent, in a read
+    made after `read_at` (`time.monotonic()` taken before it): the request's `kept_roles`
+    (`ticketing.api.caller.RoleMemo`)."""
 
+    __slots__ = ("checksum", "read_at")
 
-def cached_role(request, organizer_id: int) -> str | None:
-    """The role kept with the request's token for this organizer, if the request vouched."""
-    vouched = getattr(request, "_token_cache_vouched", None)
-    if vouched is None:
-        return None
-    with _lock:
-        entry = _live_copy(vouched[0])
-        kept = entry.roles.get(organizer_id) if entry is not None else None
-    if kept is None or kept[1] <= time.monotonic():
-        return None
-    return kept[0]
+    def __init__(self, checksum: str, *, read_at: float):
+        self.checksum, self.read_at = checksum, read_at
 
+    def role_in(self, organizer_id: int) -> str | None:
+        with _lock:
+            entry = _live_copy(self.checksum)
+            kept = entry.roles.get(organizer_id) if entry is not None else None
+        if kept is None or kept[1] <= time.monotonic():
+            return None
+        return kept[0]
 
-def remember_role(request, organizer_id: int, role: str) -> None:
-    """Keep the role of the request's user in this organizer, read after the request vouched."""
-    vouched = getattr(request, "_token_cache_vouched", None)
-    if vouched is None:
-        return
-    checksum, read_at = vouched
-    with _lock:
-        entry = _live_copy(checksum)
-        if entry is not None and (organizer_id in entry.roles or len(entry.roles) < MAX_ROLES):
-            # No later than a marker written after this request's read of it: the copy may
-            # have been kept by a request that read its marker later.
-            drop_at = min(entry.drop_at, read_at + settings.API_TOKEN_CACHE_SECONDS)
+    def keep(self, organizer_id: int, role: str) -> None:
+        """Keep the user's role in this organizer, read from the database after `read_at`."""
+        with _lock:
+            entry = _live_copy(self.checksum)
+            if entry is None or (organizer_id not in entry.roles and len(entry.roles) >= MAX_ROLES):
+                return
+            # No later than a marker written after this request's read of it: the copy may have
+            # been kept by a request that read its marker later.
+            drop_at = min(entry.drop_at, self.read_at + settings.API_TOKEN_CACHE_SECONDS)
             entry.roles[organizer_id] = (role, drop_at)
 
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from rest_framework.permissions import BasePermission
 
-from oauth_setup import token_cache
 from ticketing.api.caller import Caller, caller_of
 from ticketing.api.exceptions import (
     ApplicationNotOwned,
@@ -107,16 +106,17 @@ def _organizer_from_path(request, view, *, with_membership_of=None) -> Organizer
 
 
 def _member_organizer(request, view, caller: Caller) -> OrganizerAccess:
-    """Step 4 for a user token: its role as the token cache kept it, else as the database says
-    (a role found is then kept: `oauth_setup.token_cache.cached_role`)."""
+    """Step 4 for a user token: its role as kept with the token (`Caller.kept_roles`), else as
+    the database says (a role found is then kept)."""
+    kept = caller.kept_roles
     organizer_id = view.kwargs.get("organizer_id")
-    role = token_cache.cached_role(request._request, organizer_id)
+    role = kept.role_in(organizer_id) if kept is not None else None
     if role is not None:
         request.organizer_id = organizer_id
         return OrganizerAccess(organizer_id=organizer_id, role=role)
     organizer = _organizer_from_path(request, view, with_membership_of=caller.user)
-    if organizer.role is not None:
-        token_cache.remember_role(request._request, organizer.organizer_id, organizer.role)
+    if kept is not None and organizer.role is not None:
+        kept.keep(organizer.organizer_id, organizer.role)
     return organizer
 
 

@@ -4,7 +4,6 @@ import time
 import urllib.parse
 import urllib.request
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import update_last_login
@@ -411,38 +410,39 @@ def test_a_role_lives_no_longer_than_a_marker_written_after_its_read(settings, o
     client, _ = _member_client(organizer)
     checksum = token_cache.checksum_of(client.token)
     token_cache.remember(_stored(client.token), read_at=time.monotonic())
-    request = SimpleNamespace()
-    token_cache.vouch(request, checksum, read_at=time.monotonic())
-    token_cache.remember_role(request, organizer.id, "admin")
-    assert token_cache.cached_role(request, organizer.id) == "admin"
-    token_cache.vouch(
-        request, checksum, read_at=time.monotonic() - settings.API_TOKEN_CACHE_SECONDS
+    roles = token_cache.KeptRoles(checksum, read_at=time.monotonic())
+    roles.keep(organizer.id, "admin")
+    assert roles.role_in(organizer.id) == "admin"
+    stale = token_cache.KeptRoles(
+        checksum, read_at=time.monotonic() - settings.API_TOKEN_CACHE_SECONDS
     )
-    token_cache.remember_role(request, organizer.id, "admin")
-    assert token_cache.cached_role(request, organizer.id) is None
+    stale.keep(organizer.id, "admin")
+    assert roles.role_in(organizer.id) is None
 
 
-def test_a_request_that_did_not_vouch_neither_reads_nor_keeps_roles(organizer):
+def test_roles_go_with_their_copy(organizer):
     client, _ = _member_client(organizer)
+    checksum = token_cache.checksum_of(client.token)
     token_cache.remember(_stored(client.token), read_at=time.monotonic())
-    vouched, unvouched = SimpleNamespace(), SimpleNamespace()
-    token_cache.vouch(vouched, token_cache.checksum_of(client.token), read_at=time.monotonic())
-    token_cache.remember_role(unvouched, organizer.id, "admin")
-    assert token_cache.cached_role(vouched, organizer.id) is None
-    token_cache.remember_role(vouched, organizer.id, "admin")
-    assert token_cache.cached_role(unvouched, organizer.id) is None
+    roles = token_cache.KeptRoles(checksum, read_at=time.monotonic())
+    roles.keep(organizer.id, "admin")
+    token_cache.drop(checksum)
+    assert roles.role_in(organizer.id) is None
+    roles.keep(organizer.id, "admin")  # no copy to keep it with
+    token_cache.remember(_stored(client.token), read_at=time.monotonic())
+    assert roles.role_in(organizer.id) is None
 
 
 def test_a_copy_keeps_a_bounded_number_of_roles(organizer, monkeypatch):
     monkeypatch.setattr(token_cache, "MAX_ROLES", 1)
     client, _ = _member_client(organizer)
     token_cache.remember(_stored(client.token), read_at=time.monotonic())
-    request = SimpleNamespace()
-    token_cache.vouch(request, token_cache.checksum_of(client.token), read_at=time.monotonic())
-    token_cache.remember_role(request, organizer.id, "admin")
-    token_cache.remember_role(request, organizer.id + 1, "staff")
-    assert token_cache.cached_role(request, organizer.id) == "admin"
-    assert token_cache.cached_role(request, organizer.id + 1) is None
+    roles = token_cache.KeptRoles(token_cache.checksum_of(client.token), read_at=time.monotonic())
+    roles.keep(organizer.id, "admin")
+    roles.keep(organizer.id + 1, "staff")
+    roles.keep(organizer.id, "owner")  # a role already kept may change
+    assert roles.role_in(organizer.id) == "owner"
+    assert roles.role_in(organizer.id + 1) is None
 
 
 @pytest.mark.postgres

@@ -2,15 +2,27 @@
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Protocol
 
 from rest_framework.request import Request
 
 from .exceptions import InvalidToken
 
 
+class RoleMemo(Protocol):
+    """The caller's roles in organizers, kept between requests by the authentication
+    (`oauth_setup.token_cache.KeptRoles`), so that a permission need not ask the database."""
+
+    def role_in(self, organizer_id: int) -> str | None: ...
+
+    def keep(self, organizer_id: int, role: str) -> None:
+        """Keep a role just read from the database."""
+
+
 @dataclass(frozen=True)
 class Caller:
     token: object  # oauth2_provider AccessToken
+    kept_roles: RoleMemo | None = None  # None: ask the database
 
     @property
     def user(self):
@@ -39,6 +51,8 @@ def caller_of(request: Request) -> Caller:
     if caller is None:
         if request.auth is None:
             raise InvalidToken()
-        caller = Caller(token=request.auth)
+        caller = Caller(
+            token=request.auth, kept_roles=getattr(request._request, "kept_roles", None)
+        )
         request._caller = caller
     return caller
