@@ -18,9 +18,8 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
     body is handed to it as the header the client could have sent. A token DOT has validated is
     served from the token cache on later calls, once its revocation marker, read in the round
     trip that counts the request's rate limits, says it may (`token_cache`); the request then
-    carries the roles kept with it (`kept_roles`). An invalid token is
-    not an error here: the view's permission decides, so that every endpoint answers the same
-    way.
+    carries the roles kept with it (`kept_roles`). An invalid token is not an error here: the
+    view's permission decides, so that every endpoint answers the same way.
     """
 
     www_authenticate_realm = "api"
