@@ -52,7 +52,7 @@ serve: $(VENV)/.installed
 # (PostgreSQL) and REDIS_URL.
 .PHONY: bench-gate
 bench-gate: $(VENV)/.installed-dev
-	$(PY) bench/gate.py
+	$(PY) bench/gate.py --rounds 3
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/read_api.py

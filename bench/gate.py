@@ -2,7 +2,7 @@
 
 Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), from the repository root:
 
-    python bench/gate.py                    # or: make bench-gate
+    python bench/gate.py --rounds 3         # or: make bench-gate
     python bench/gate.py --seconds 10 --long-seconds 0 --workers 2
 
 It creates a database of its own (the server's name plus `_gate_bench`), seeds one event of
@@ -20,6 +20,15 @@ request (as a gate through a proxy that does not keep connections to the clients
 - free-text `q=` on the event's tickets (a number that matches a ticket or a few);
 - a list page of 50, pages spread over the whole event.
 
+Each workload starts from the same settled database: what the one before wrote vacuumed and
+checkpointed, as autovacuum and the checkpointer leave a live one between bursts
+(`bench._data.settle`), so that no workload pays for another's writes.
+
+With `--rounds N` every workload runs N times, in turn (the scanned tickets made active again
+between rounds), and each ratio is the median of its rounds' ratios, each to that round's
+`/info`: this machine's speed drifts by tens of percent within minutes, and one round measures
+the drift as much as the code.
+
 Gate tokens are half application tokens, half staff user tokens, one per client thread. Then
 one workload runs `--long-seconds` more, to show its p99 over a long run against its p50. With
 `--q-scale`, two more events (2,000 and 200,000 tickets) time `q=` on each, for the ratio.
@@ -30,6 +39,7 @@ from __future__ import annotations
 import argparse
 import random
 import socket
+import statistics
 import sys
 import threading
 import time
@@ -41,7 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._counting import REDIS_HEADER, SQL_HEADER  # noqa: E402
-from bench._data import seed  # noqa: E402
+from bench._data import reopen, seed, settle  # noqa: E402
 from bench._harness import Gunicorn, call, own_database, percentile, release_database  # noqa: E402
 
 INFO = "GET /info"
@@ -66,6 +76,20 @@ class Result:
     @staticmethod
     def mean(values: list[int]) -> float:
         return sum(values) / len(values) if values else float("nan")
+
+    @classmethod
+    def pooled(cls, name: str, runs: list[Result]) -> Result:
+        """One result of several runs: their requests pooled, at their median rate."""
+        pooled = cls(name)
+        for run in runs:
+            pooled.latencies += run.latencies
+            pooled.sql += run.sql
+            pooled.redis += run.redis
+            for key, count in run.failures.items():
+                pooled.failures[key] = pooled.failures.get(key, 0) + count
+        # The median rate, as a duration over the pooled requests.
+        pooled.seconds = len(pooled.latencies) / statistics.median(run.rate for run in runs)
+        return pooled
 
 
 def run_for(name: str, seconds: float, concurrency: int, send) -> Result:
@@ -114,6 +138,12 @@ def parse_args():
     parser.add_argument("--tickets", type=int, default=20_000, help="Tickets of the event.")
     parser.add_argument("--port", type=int, default=0, help="Loopback port (0: a free one).")
     parser.add_argument("--workers", type=int, default=None, help="Default: the config's.")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="Times every workload runs, in turn; each ratio is the median of its rounds'.",
+    )
     parser.add_argument("--q-scale", action="store_true", help="Also q= at 2,000 vs 200,000.")
     parser.add_argument("--keep-db", action="store_true", help="Do not drop the bench database.")
     return parser.parse_args()
@@ -136,7 +166,7 @@ def main() -> int:
 
     codes = dict(Ticket.objects.filter(event_id=data.event_id).values_list("id", "reference_code"))
     all_codes = [codes[i] for i in data.ticket_ids]
-    scan_codes = iter(all_codes)  # each scan a ticket not admitted yet
+    scan_codes = iter(all_codes)  # each scan a ticket not admitted yet (in this round)
     scan_lock = threading.Lock()
     try:
         scan_path = reverse(
@@ -159,6 +189,7 @@ def main() -> int:
         return send
 
     def scan(i: int, client: int):
+        nonlocal scan_codes
         with scan_lock:
             code = next(scan_codes, None)
         if code is None:
@@ -196,22 +227,27 @@ def main() -> int:
 
     server = Gunicorn(port=port, env=env, workers=args.workers, name="gate-bench")
     server.start()
-    results: dict[str, Result | None] = {}
+    rounds: dict[str, list[Result]] = {name: [] for name, send in workloads if send}
     long_result = None
     scale_results = []
     try:
         server.wait_ready()
         workers = len(server.worker_pids())
         print(f"gunicorn on 127.0.0.1:{port}, {workers} workers, c={args.concurrency}", flush=True)
-        for name, send in workloads:
-            if send is None:
-                results[name] = None
-                continue
-            if args.warmup:
-                run_for(name, args.warmup, args.concurrency, send)
-            results[name] = run_for(name, args.seconds, args.concurrency, send)
-            print(f"  {name:<24} {results[name].rate:8.1f} req/s", flush=True)
+        for number in range(1, args.rounds + 1):
+            if number > 1:  # the same tickets to scan again
+                reopen(data.event_id)
+                scan_codes = iter(all_codes)
+            for name, send in workloads:
+                if send is None:
+                    continue
+                settle()  # each workload from the same settled database (`bench._data.settle`)
+                if args.warmup:
+                    run_for(name, args.warmup, args.concurrency, send)
+                rounds[name].append(run_for(name, args.seconds, args.concurrency, send))
+                print(f"  {number}: {name:<24} {rounds[name][-1].rate:8.1f} req/s", flush=True)
         if args.long_seconds:
+            settle()
             name, send = workloads[3]
             long_result = run_for(f"{name} ({args.long_seconds:.0f} s)", args.long_seconds,
                                   args.concurrency, send)  # fmt: skip
@@ -222,6 +258,7 @@ def main() -> int:
                 path = f"{other.event_path}/tickets?q={rng.randrange(size)}"
                 return call("GET", port, path, token=tokens[client % len(tokens)])
 
+            settle()
             run_for("warm-up", args.warmup, args.concurrency, q_other)
             scale_results.append((size, run_for(f"q= at {size:,}", args.seconds,
                                                  args.concurrency, q_other)))  # fmt: skip
@@ -229,10 +266,18 @@ def main() -> int:
         server.stop()
         release_database(bench_url, keep=args.keep_db)
 
-    info_rate = results[INFO].rate
+    info_rates = [result.rate for result in rounds[INFO]]
+    info_rate = statistics.median(info_rates)
+    in_rounds = (
+        f"; in {args.rounds} rounds: pooled percentiles, median rate and ratio (the ratio's range "
+        "in brackets)"
+        if args.rounds > 1
+        else ""
+    )
     print(
         f"\n{args.tickets:,} tickets; each workload {args.seconds:.0f} s at c={args.concurrency}, "
         f"a new connection per request; {workers} gunicorn workers; ratios to {INFO} in this run"
+        f"{in_rounds}"
     )
     header = (
         f"{'workload':<26} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'SQL/req':>8} "
@@ -241,18 +286,25 @@ def main() -> int:
     print(header)
     print("-" * len(header))
 
-    def line(name: str, result: Result | None) -> None:
+    def line(name: str, result: Result | None, ratios: list[float] | None = None) -> None:
         if result is None:
             print(f"{name:<26} not available (no scan-by-code route)")
             return
+        ratios = ratios or [result.rate / info_rate]
+        spread = f" [{min(ratios):.1%}–{max(ratios):.1%}]" if len(ratios) > 1 else ""
         print(
             f"{name:<26} {result.rate:8.1f} {result.ms(50):8.1f} {result.ms(99):8.1f} "
             f"{Result.mean(result.sql):8.2f} {Result.mean(result.redis):9.2f} "
-            f"{result.rate / info_rate:8.1%}  {result.failures or '-'}"
+            f"{statistics.median(ratios):8.1%}  {result.failures or '-'}{spread}"
         )
 
-    for name, result in results.items():
-        line(name, result)
+    for name, send in workloads:
+        if send is None:
+            line(name, None)
+            continue
+        runs = rounds[name]
+        pooled = Result.pooled(name, runs)
+        line(name, pooled, [run.rate / info for run, info in zip(runs, info_rates, strict=True)])
     if long_result is not None:
         line(long_result.name, long_result)
         print(
@@ -264,7 +316,7 @@ def main() -> int:
             line(result.name, result)
         (_, small), (_, large) = scale_results
         print(f"q= p50 at 200,000 / at 2,000: {large.ms(50) / small.ms(50):.2f}× (target ≤ 2×)")
-    failed = any(r is not None and r.failures for r in results.values())
+    failed = any(run.failures for runs in rounds.values() for run in runs)
     return 1 if failed else 0
 
 
