@@ -189,7 +189,6 @@ def main() -> int:
         return send
 
     def scan(i: int, client: int):
-        nonlocal scan_codes
         with scan_lock:
             code = next(scan_codes, None)
         if code is None:
