@@ -11,6 +11,7 @@ App servers hold no state: any number of them, on any number of machines, can sh
 PostgreSQL and one Redis behind a load balancer.
 """
 
+import gc
 import multiprocessing
 import os
 
@@ -73,6 +74,20 @@ class AccessLineWhenAsked(Logger):
 
 
 logger_class = AccessLineWhenAsked
+
+
+def post_worker_init(worker):
+    """Load what Django loads at a worker's first request (the URLconf, and the views, serializers
+    and schema it imports), then put everything loaded so far out of the garbage collector's way
+    (`gc.freeze`). A full collection otherwise walks all of it: under the gate bench's scans,
+    48-54 ms against 4 ms once frozen, during which the worker answers nothing."""
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # noqa: B018  (the attribute's loading is the point)
+    gc.collect()
+    gc.freeze()
+
+
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 
 # Gunicorn's own lines (worker boots, timeouts, signals) in the same JSON shape as the app's.

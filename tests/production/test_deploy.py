@@ -285,3 +285,30 @@ def test_gunicorn_builds_its_access_line_only_when_asked():
         logger.access_log.removeHandler(handler)
     assert built == [("response", "request", {}, 0.001)]
     assert lines.getvalue() == "200\n"
+
+
+_WORKER_START = """
+import gc, runpy, sys
+import django
+from django.core.wsgi import get_wsgi_application
+
+get_wsgi_application()  # what a gunicorn worker loads before its post_worker_init
+hook = runpy.run_path("deploy/gunicorn.conf.py")["post_worker_init"]
+before = "tickets.views" in sys.modules, gc.get_freeze_count()
+hook(None)
+print(before, ("tickets.views" in sys.modules, gc.get_freeze_count() > 10_000))
+"""
+
+
+def test_workers_load_the_urlconf_and_freeze_it_before_serving():
+    """A full garbage collection then skips everything a worker loaded before its first request."""
+    done = subprocess.run(
+        [sys.executable, "-c", _WORKER_START],
+        cwd=ROOT,
+        env=_production_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "(False, 0) (True, True)"
