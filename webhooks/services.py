@@ -33,6 +33,8 @@ from .network import target_check
 from .secrets import secret_encrypt, secret_generate
 from .selectors import webhook_subscriptions_changed, webhook_types_subscribed
 
+# The types a change records; a `ping` is sent only by `webhook_endpoint_ping`, to one endpoint,
+# so a subscription to it (allowed, as to any type) brings nothing else.
 EVENT_TYPES = [t for t in WebhookEvent.Type.values if t != WebhookEvent.Type.PING]
 
 
@@ -48,7 +50,7 @@ def webhook_endpoint_create(
 
     Raises: WebhookUrlRefused.
     """
-    assert event_types == ["*"] or set(event_types) <= set(EVENT_TYPES), event_types
+    assert event_types == ["*"] or set(event_types) <= set(WebhookEvent.Type.values), event_types
     webhook_url_check(url=url)
     secret = secret_generate()
     webhook_subscriptions_changed(organizer_id=organizer_id)
@@ -180,7 +182,7 @@ def webhook_endpoint_update(
 
     Locks: the endpoint row. Raises: WebhookUrlRefused.
     """
-    assert event_types == ["*"] or set(event_types) <= set(EVENT_TYPES), event_types
+    assert event_types == ["*"] or set(event_types) <= set(WebhookEvent.Type.values), event_types
     endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id)
     if url != endpoint.url:
         webhook_url_check(url=url)

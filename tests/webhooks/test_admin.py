@@ -112,6 +112,22 @@ def test_an_endpoint_added_in_the_admin_shows_its_secret_once(organizer, setting
     )
 
 
+def test_an_endpoint_added_in_the_admin_may_subscribe_to_ping(organizer):
+    client = _signed_in(organizer, "owner")
+
+    response = client.post(
+        f"{ENDPOINTS}add/",
+        {
+            "organizer": organizer.pk,
+            "url": "https://93.184.215.14/hooks",
+            "event_types": ["ping", "ticket.revoked"],
+        },
+    )
+
+    assert response.status_code == 302
+    assert WebhookEndpoint.objects.get().event_types == ["ping", "ticket.revoked"]
+
+
 def test_an_endpoint_with_a_refused_url_is_not_added(organizer, settings):
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = False
     client = _signed_in(organizer, "owner")
