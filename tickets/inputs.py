@@ -20,6 +20,7 @@ from ticketing.api.fields import INT32_MAX, CopiedShallow, Int32Field, StrictCha
 from ticketing.api.openapi import SPACE, at_least_one_of, exactly_one_of
 
 from .codes import REFERENCE_CODE_MAX_LENGTH, REFERENCE_CODE_MIN_LENGTH, reference_code_validate
+from .names import NAME_REFUSED_CHARACTERS, person_name_validate
 from .services.issuing import phone_to_e164
 
 BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "application/json")
@@ -37,6 +38,11 @@ PHONE_PATTERN = r"^(?:\+66|0)(?:6[1-6]|[89][0-9])[0-9]{7}$"
 REFERENCE_CODE_PATTERN = (
     rf"^[{SPACE}]*(?:[A-Za-z0-9-]{{{REFERENCE_CODE_MIN_LENGTH},{REFERENCE_CODE_MAX_LENGTH}}})?"
     rf"[{SPACE}]*$"
+)
+# A name: not blank, and no control character or line break anywhere (`tickets.names`).
+NAME_PATTERN = (
+    rf"^[^{NAME_REFUSED_CHARACTERS}]*[^{SPACE}{NAME_REFUSED_CHARACTERS}]"
+    rf"[^{NAME_REFUSED_CHARACTERS}]*$"
 )
 SEARCH_KEYS = ("reference_code", "nfc_uid", "ticket_id")
 _ID_TEXT = re.compile(r"^\s*[+-]?\d{1,20}\s*$")
@@ -171,6 +177,8 @@ class RenewInputSerializer(_TagInput):
 class TicketCreateInputSerializer(serializers.Serializer):
     openapi_rules = {
         "properties": {
+            "firstname": {"pattern": NAME_PATTERN},
+            "lastname": {"pattern": NAME_PATTERN},
             "phone": {"pattern": PHONE_PATTERN},
             # The pattern bounds the code; the spaces around it are trimmed, in any number.
             "reference_code": {"pattern": REFERENCE_CODE_PATTERN, "maxLength": None},
@@ -201,6 +209,19 @@ class TicketCreateInputSerializer(serializers.Serializer):
         help_text="6–32 of A-Z 0-9 '-', case-insensitive; generated when omitted.",
     )
     suppress_notifications = serializers.BooleanField(required=False, default=False)
+
+    def validate_firstname(self, value: str) -> str:
+        return self._name(value)
+
+    def validate_lastname(self, value: str) -> str:
+        return self._name(value)
+
+    @staticmethod
+    def _name(value: str) -> str:
+        try:
+            return person_name_validate(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
 
     def validate_phone(self, value: str) -> str:
         try:

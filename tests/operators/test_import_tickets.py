@@ -343,15 +343,58 @@ def test_progress_is_written_to_stderr(tmp_path, event, regular):
 
 @pytest.mark.django_db
 def test_utf16_file_with_crlf_and_quoted_newline(tmp_path, event, regular):
+    """A quoted line break is read as part of its cell (and the next row's line number counts
+    it); in a name it is refused, as by the API."""
     text = (
-        HEADER.replace("\n", "\r\n") + 'Ünal,"Çelik\r\nJr",u@example.com,0812345678,Regular,,\r\n'
+        HEADER.replace("\n", "\r\n")
+        + 'Ünal,"Çelik\r\nJr",u@example.com,0812345678,Regular,,\r\n'  # lines 2-3
+        + "Ünal,Çelik,u@example.com,0812345678,Regular,,\r\n"  # line 4
     )
     path = _csv(tmp_path, text, encoding="utf-16")
 
-    _, _, error = _run(event, path, "--encoding", "utf-16")
+    out, _, error = _run(event, path, "--encoding", "utf-16")
 
-    assert error is None
-    assert Ticket.objects.get().lastname == "Çelik\r\nJr"
+    assert error == "1 row rejected (listed above with their line numbers)."
+    assert out.splitlines()[0] == (
+        "line 2: lastname: Must not contain control characters or line breaks."
+    )
+    assert Ticket.objects.get().lastname == "Çelik"
+
+
+@pytest.mark.django_db
+def test_control_characters_in_names_are_refused_by_line_and_field(tmp_path, event, regular):
+    """A name is printed as one line of the email, the CSV export and the check-in page."""
+    path = _csv(
+        tmp_path,
+        HEADER
+        + '"Evil\r\nBcc: x@evil.example",One,e1@example.com,0812345678,Regular,,\n'  # 2-3
+        + "Ok,One,ok1@example.com,0812345678,Regular,,\n"  # line 4
+        + "Tab\tbed,Two,e2@example.com,0812345678,Regular,,\n"  # line 5
+        + "Esc,\x1b[31mRed,e3@example.com,0812345678,Regular,,\n"  # line 6
+        + "Line\u2028Sep,Three,e4@example.com,0812345678,Regular,,\n"  # line 7
+        + "Next\x85Line,Four,e5@example.com,0812345678,Regular,,\n"  # line 8
+        + "Nul\x00,Five,e6@example.com,0812345678,Regular,,\n"  # line 9
+        + "Ok,Two,ok2@example.com,0812345678,Regular,,\n",  # line 10
+    )
+
+    out, _, error = _run(event, path)
+
+    refused = "Must not contain control characters or line breaks."
+    assert error == "6 rows rejected (listed above with their line numbers)."
+    assert out.splitlines()[:6] == [
+        f"line 2: firstname: {refused}",
+        f"line 5: firstname: {refused}",
+        f"line 6: lastname: {refused}",
+        f"line 7: firstname: {refused}",
+        f"line 8: firstname: {refused}",
+        f"line 9: firstname: {refused}",
+    ]
+    assert sorted(Ticket.objects.values_list("email", flat=True)) == [
+        "ok1@example.com",
+        "ok2@example.com",
+    ]
+    regular.refresh_from_db()
+    assert regular.sold_count == 2
 
 
 @pytest.mark.django_db

@@ -1,5 +1,6 @@
 """Array inputs in every encoding of CONTRACT §1, through the field and through HTTP."""
 
+import re
 from urllib.parse import urlencode
 
 import pytest
@@ -7,7 +8,7 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 from tests.factories import CheckInTypeFactory
-from tickets.inputs import IdListField
+from tickets.inputs import IdListField, TicketCreateInputSerializer
 from tickets.models import TicketCheckIn
 
 from .helpers import checkin_url, client_for, db_state, tickets_url
@@ -188,3 +189,89 @@ def test_ticket_create_refuses_a_number_for_a_name(organizer_client, event, tick
     assert response.status_code == 400
     assert response.json()["fields"] == {"firstname": ["Not a valid string."]}
     assert db_state(event) == before
+
+
+# --- Names: one line of printable text --------------------------------------------------------
+
+_NAME_REFUSED = "Must not contain control characters or line breaks."
+_NAME_BREAKERS = ["\r", "\n", "\t", "\x00", "\x1b", "\x7f", "\x85", "\x9f", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("breaker", _NAME_BREAKERS, ids=lambda c: f"U+{ord(c):04X}")
+@pytest.mark.parametrize("field", ["firstname", "lastname"])
+def test_ticket_create_refuses_control_characters_in_a_name(
+    organizer_client, event, ticket_type, field, breaker
+):
+    """A name is printed as one line of the email, the CSV export and the check-in page."""
+    before = db_state(event)
+    body = {
+        "ticket_type_id": ticket_type.id,
+        "firstname": "Somsak",
+        "lastname": "Jaidee",
+        "email": "somsak@example.com",
+        "phone": "0812345678",
+        field: f"Evil{breaker}Bcc: x@evil.example",
+    }
+    response = organizer_client.post(tickets_url(event), body, format="json")
+
+    assert response.status_code == 400, response.json()
+    message = "Null characters are not allowed." if breaker == "\x00" else _NAME_REFUSED
+    assert response.json() == {
+        "success": False,
+        "error": "invalid_parameters",
+        "message": f"Parameter '{field}': {message}",
+        "fields": {field: [message]},
+    }
+    assert db_state(event) == before
+
+
+def test_ticket_create_refuses_a_line_break_in_a_form_body(organizer_client, event, ticket_type):
+    before = db_state(event)
+    body = urlencode(
+        {
+            "ticket_type_id": ticket_type.id,
+            "firstname": "Evil\r\nBcc: x@evil.example",
+            "lastname": "Jaidee",
+            "email": "somsak@example.com",
+            "phone": "0812345678",
+        }
+    )
+    response = organizer_client.post(
+        tickets_url(event), body, content_type="application/x-www-form-urlencoded"
+    )
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"firstname": [_NAME_REFUSED]}
+    assert db_state(event) == before
+
+
+@pytest.mark.parametrize(
+    ("firstname", "lastname"),
+    [("สมชาย", "ใจดี"), ("Zoë", "O'Neil-Smith Jr."), ("Anne Marie", "Nguyễn Văn")],
+)
+def test_ticket_create_keeps_names_of_any_script(
+    organizer_client, event, ticket_type, firstname, lastname
+):
+    body = {
+        "ticket_type_id": ticket_type.id,
+        "firstname": firstname,
+        "lastname": lastname,
+        "email": "somsak@example.com",
+        "phone": "0812345678",
+    }
+    response = organizer_client.post(tickets_url(event), body, format="json")
+
+    assert response.status_code == 200, response.json()
+    ticket = response.json()["ticket"]
+    assert (ticket["firstname"], ticket["lastname"]) == (firstname, lastname)
+
+
+@pytest.mark.parametrize("breaker", _NAME_BREAKERS, ids=lambda c: f"U+{ord(c):04X}")
+def test_the_documented_name_pattern_refuses_what_the_api_refuses(breaker):
+    """Generated clients and schema-driven tests read the rule from the document."""
+    pattern = re.compile(
+        TicketCreateInputSerializer.openapi_rules["properties"]["firstname"]["pattern"]
+    )
+    assert pattern.fullmatch(f"Evil{breaker}Bcc") is None
+    assert pattern.fullmatch("Zoë O'Neil-Smith") and pattern.fullmatch("สมชาย")
+    assert pattern.fullmatch("   ") is None

@@ -31,6 +31,7 @@ from ..exceptions import (
     TicketRevoked,
 )
 from ..models import Order, Ticket
+from ..names import person_name_validate
 from ..selectors import ticket_for_output, with_form_answers
 from ..tasks import ticket_email_send
 from .common import Actor, violates
@@ -81,6 +82,11 @@ def holder_clean(*, firstname: str, lastname: str, email: str, phone: str) -> Ho
     for name, value in (("firstname", firstname), ("lastname", lastname)):
         if not value:
             fields[name] = ["This field may not be blank."]
+            continue
+        try:
+            person_name_validate(value)
+        except ValueError as exc:
+            fields[name] = [str(exc)]
     try:
         validate_email(email)
     except DjangoValidationError:
