@@ -13,9 +13,10 @@ import select
 import socket
 import ssl
 import threading
+import unicodedata
 from collections import OrderedDict
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from .exceptions import WebhookUrlRefused
 
@@ -28,11 +29,28 @@ def resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(info[4][0] for info in infos))
 
 
-def address_refusal(ip: str) -> str | None:
-    """Why an address may not receive webhooks in production, or None if it may."""
-    address = ipaddress.ip_address(ip.split("%", 1)[0])
-    if address.version == 6 and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+# NAT64's well-known prefix (RFC 6052): what a DNS64 resolver answers for an IPv4-only host.
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+# Blocks whose addresses carry an IPv4 address in their last 32 bits: NAT64's, its local-use
+# prefix (RFC 8215), and the deprecated IPv4-compatible addresses (RFC 4291).
+_LAST_32_BITS_IPV4 = (_NAT64, ipaddress.ip_network("64:ff9b:1::/48"), ipaddress.ip_network("::/96"))
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for, by the IPv6 transition mechanisms: the
+    packets of a 6to4, Teredo, NAT64 or IPv4-compatible address end up at those."""
+    embedded = []
+    if address.sixtofour is not None:  # 2002::/16, bits 16..48
+        embedded.append(address.sixtofour)
+    if address.teredo is not None:  # 2001::/32: the server, and the client (XORed)
+        embedded.extend(address.teredo)
+    # Not :: or ::1, which are judged as what they are.
+    if int(address) > 1 and any(address in block for block in _LAST_32_BITS_IPV4):
+        embedded.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return embedded
+
+
+def _class_refusal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     if address.is_loopback:
         return "it points at a loopback address"
     if address.is_link_local:
@@ -49,6 +67,43 @@ def address_refusal(ip: str) -> str | None:
     return None
 
 
+def address_refusal(ip: str) -> str | None:
+    """Why an address may not receive webhooks in production, or None if it may.
+
+    An IPv6 address that carries an IPv4 address is judged by it first: an IPv4-mapped address
+    and one of NAT64's well-known prefix are that IPv4 address (the host, or the NAT64 gateway,
+    translates), so a public one is accepted; 6to4, Teredo, IPv4-compatible and local-use NAT64
+    addresses are refused for a refused IPv4 address and then judged as IPv6 addresses too.
+    """
+    address = ipaddress.ip_address(ip.split("%", 1)[0])
+    if address.version == 6 and address.ipv4_mapped is not None:
+        return _class_refusal(address.ipv4_mapped)
+    if address.version == 6:
+        for embedded in _embedded_ipv4(address):
+            reason = _class_refusal(embedded)
+            if reason is not None:
+                return reason
+        if address in _NAT64:
+            return None
+    return _class_refusal(address)
+
+
+# Cc: C0, DEL and C1 controls; Cf: invisible format characters (zero-width, bidi overrides);
+# Cs: lone surrogates (not encodable); Zs, Zl, Zp: spaces and the line and paragraph separators.
+_HOSTILE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zs", "Zl", "Zp"})
+
+# What the request line carries as it is: printable ASCII (with `%XX` escapes already in it).
+_REQUEST_LINE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
+
+
+def _hostile_character(url: str) -> bool:
+    """Whitespace, control, format or line-separator characters, anywhere: urlsplit silently
+    drops tab, CR and LF and strips leading C0 controls and spaces (so the URL used would not be
+    the one shown), http.client refuses a request line with the others, and none belongs in a
+    URL raw (percent-encoded, they are the receiver's data and stay as sent)."""
+    return any(unicodedata.category(char) in _HOSTILE_CATEGORIES for char in url)
+
+
 @dataclass(frozen=True)
 class Target:
     """A checked URL: where to connect (`address`) and what to ask for."""
@@ -63,10 +118,12 @@ class Target:
 def target_check(url: str, *, allow_private: bool) -> Target:
     """The URL's target if webhooks may go there.
 
-    Raises: WebhookUrlRefused (not http(s), https required, credentials in the URL, no host,
-    a host that does not resolve, or any resolved address private, loopback, link-local or
-    reserved unless `allow_private`).
+    Raises: WebhookUrlRefused (whitespace or a control character, not http(s), https
+    required, credentials in the URL, no host, port 0, a host that does not resolve, or any
+    resolved address private, loopback, link-local or reserved unless `allow_private`).
     """
+    if _hostile_character(url):
+        raise WebhookUrlRefused("it contains whitespace or a control character")
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -79,6 +136,8 @@ def target_check(url: str, *, allow_private: bool) -> Target:
         raise WebhookUrlRefused("it has no host")
     if parts.username is not None or parts.password is not None:
         raise WebhookUrlRefused("it must not contain credentials")
+    if port == 0:  # urlsplit accepts it; `or` below would have made it the default port
+        raise WebhookUrlRefused("its port must be from 1 to 65535")
     port = port or (443 if parts.scheme == "https" else 80)
     try:
         addresses = resolve(parts.hostname, port)
@@ -94,6 +153,8 @@ def target_check(url: str, *, allow_private: bool) -> Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
+    # Beyond ASCII, as UTF-8 escapes, as a browser sends it: http.client sends ASCII only.
+    path = quote(path, safe=_REQUEST_LINE_SAFE)
     return Target(parts.scheme, parts.hostname, port, path, addresses[0])
 
 

@@ -36,7 +36,10 @@ class WebhooksView(generics.ListAPIView):
     class InputSerializer(serializers.Serializer):
         url = serializers.CharField(
             max_length=2000,
-            help_text="https, not a private, loopback or link-local address (after DNS).",
+            # Untrimmed: whitespace anywhere, the ends too, is refused by the URL check.
+            trim_whitespace=False,
+            help_text="https, not a private, loopback or link-local address (after DNS), "
+            "without whitespace or control characters.",
         )
         event_types = serializers.ListField(
             child=serializers.ChoiceField(EVENT_TYPE_CHOICES),
