@@ -12,12 +12,31 @@ from oauth2_provider.models import (
     get_refresh_token_model,
 )
 from oauth2_provider.oauth2_validators import OAuth2Validator
+from oauth2_provider.settings import oauth2_settings
 from oauthlib.oauth2.rfc6749 import errors
+
+from .hashers import client_secret_rehash
 
 APPLICATION_TOKEN_SCOPES = frozenset({"public"})
 
 # Namespace of the token families of authorization codes (see `code_token_family`).
 _CODE_FAMILY_NAMESPACE = uuid.UUID("4f1f9d3c-5c1a-4f7e-9d51-2c0b7c3f6a10")
+
+
+class RefusedAfterValidation(errors.InvalidGrantError):
+    """`invalid_grant` found while saving the tokens, after oauthlib's validation.
+
+    oauthlib adds the JSON and no-store headers only to the errors of its validation; DOT
+    answers one raised later with the error's own headers.
+    """
+
+    @property
+    def headers(self):
+        return {
+            "Content-Type": "application/json",
+            "Cache-Control": "no-store",
+            "Pragma": "no-cache",
+        }
 
 
 def token_may_act(access_token) -> bool:
@@ -55,6 +74,12 @@ class TicketingOAuth2Validator(OAuth2Validator):
             return False
         return super().validate_scopes(client_id, scopes, client, request, *args, **kwargs)
 
+    def authenticate_client(self, request, *args, **kwargs):
+        if not super().authenticate_client(request, *args, **kwargs):
+            return False
+        client_secret_rehash(request)  # DOT checks a secret without upgrading its hash
+        return True
+
     def is_pkce_required(self, client_id, request):
         """Public clients cannot keep a secret, so they must prove the code is theirs with PKCE
         (CONTRACT §4). Confidential clients may still send it; existing integrations send none.
@@ -68,7 +93,13 @@ class TicketingOAuth2Validator(OAuth2Validator):
         return client_type != Application.CLIENT_CONFIDENTIAL
 
     def save_bearer_token(self, token, request, *args, **kwargs):
-        super().save_bearer_token(token, request, *args, **kwargs)
+        try:
+            super().save_bearer_token(token, request, *args, **kwargs)
+        except RefusedAfterValidation:
+            # Revoked here, once DOT's transaction has rolled back: inside it, the refusal
+            # would undo the revocation.
+            get_refresh_token_model().revoke_family(getattr(request, "reused_token_family", None))
+            raise
         # oauthlib serialises this same dict as the response body; the spec adds `created_at`.
         token["created_at"] = int(timezone.now().timestamp())
 
@@ -140,7 +171,7 @@ class TicketingOAuth2Validator(OAuth2Validator):
             refresh_token.save(update_fields=["token_family"])
         return refresh_token
 
-    # --- Refresh within the grace period ----------------------------------------------------
+    # --- A refresh token refreshed twice at once ----------------------------------------------
 
     def _save_bearer_token(self, token, request, *args, **kwargs):
         previous = getattr(request, "refresh_token_instance", None)
@@ -150,11 +181,17 @@ class TicketingOAuth2Validator(OAuth2Validator):
             previous = RefreshToken.objects.select_for_update().get(pk=previous.pk)
             request.refresh_token_instance = previous
             if previous.revoked is not None:
-                return self._save_refresh_in_grace_period(token, request, previous)
+                # Both requests passed validation before either rotated: this one is reuse
+                # that `validate_refresh_token` could not see yet.
+                if _within_grace_period(previous):
+                    return self._save_refresh_in_grace_period(token, request, previous)
+                request.reused_token_family = previous.token_family
+                raise RefusedAfterValidation(request=request)
         return super()._save_bearer_token(token, request, *args, **kwargs)
 
     def _save_refresh_in_grace_period(self, token, request, previous):
-        """A second refresh of a token just rotated: a new pair in the same family.
+        """With the opt-in grace period, a second refresh of a token just rotated: a new pair in
+        the same family.
 
         DOT would answer with the pair the first refresh got, which it no longer has: tokens
         are stored only as hashes (RFC 9700 §4.14). Reuse after the grace period still
@@ -163,8 +200,14 @@ class TicketingOAuth2Validator(OAuth2Validator):
         AccessToken = get_access_token_model()
         if not AccessToken.objects.filter(source_refresh_token=previous).exists():
             # The family was revoked between validation and this lock.
-            raise errors.InvalidGrantError(request=request)
+            raise RefusedAfterValidation(request=request)
         self._check_and_set_request_resource(request)
         expires = timezone.now() + timedelta(seconds=token["expires_in"])
         access_token = self._create_access_token(expires, request, token)
         self._create_refresh_token(request, token["refresh_token"], access_token, previous)
+
+
+def _within_grace_period(refresh_token) -> bool:
+    """Whether a rotated refresh token may still be refreshed (never, unless opted in)."""
+    grace = timedelta(seconds=oauth2_settings.REFRESH_TOKEN_GRACE_PERIOD_SECONDS)
+    return bool(grace) and refresh_token.revoked > timezone.now() - grace

@@ -193,7 +193,7 @@ def test_redirect_uri_not_named_at_authorize_is_optional_at_the_exchange(applica
     assert other.status_code == 400
 
 
-# --- Refresh grace period ----------------------------------------------------------------------
+# --- Refresh grace period (opt-in: REFRESH_TOKEN_GRACE_SECONDS) -------------------------------
 
 
 def _user_tokens(application, member):
@@ -204,7 +204,17 @@ def _works(access_token) -> bool:
     return TokenClient(access_token).get("/api/public/me").status_code == 200
 
 
-def test_second_refresh_within_the_grace_period_gets_its_own_pair(application, member):
+@pytest.fixture
+def refresh_grace(settings):
+    settings.OAUTH2_PROVIDER = {
+        **settings.OAUTH2_PROVIDER,
+        "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 30,
+    }
+
+
+def test_second_refresh_within_the_grace_period_gets_its_own_pair(
+    application, member, refresh_grace
+):
     first = _user_tokens(application, member)
     one = refresh(application, first["refresh_token"])
     two = refresh(application, first["refresh_token"])
@@ -227,7 +237,7 @@ def test_second_refresh_within_the_grace_period_gets_its_own_pair(application, m
     assert refresh(application, two["refresh_token"]).status_code == 200
 
 
-def test_reuse_after_the_grace_period_revokes_the_family(application, member):
+def test_reuse_after_the_grace_period_revokes_the_family(application, member, refresh_grace):
     first = _user_tokens(application, member)
     one = refresh(application, first["refresh_token"]).json()
     two = refresh(application, first["refresh_token"]).json()
@@ -240,7 +250,9 @@ def test_reuse_after_the_grace_period_revokes_the_family(application, member):
     assert not AccessToken.objects.exists()
 
 
-def test_revoked_refresh_token_is_refused_within_the_grace_period(application, member):
+def test_revoked_refresh_token_is_refused_within_the_grace_period(
+    application, member, refresh_grace
+):
     tokens = _user_tokens(application, member)
     revoked = Client().post(
         "/oauth/revoke_token",
@@ -255,25 +267,50 @@ def test_revoked_refresh_token_is_refused_within_the_grace_period(application, m
     assert refresh(application, tokens["refresh_token"]).json()["error"] == "invalid_grant"
 
 
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_parallel_refreshes_of_one_token_all_succeed_and_the_family_lives(application, member):
-    first = _user_tokens(application, member)
-    start = threading.Barrier(4, timeout=10)
+def _refresh_in_parallel(application, refresh_token, count=4) -> list:
+    start = threading.Barrier(count, timeout=10)
     answers = []
 
     def refresh_now():
         try:
             start.wait()
-            answers.append(refresh(application, first["refresh_token"]))
+            answers.append(refresh(application, refresh_token))
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=refresh_now) for _ in range(4)]
+    threads = [threading.Thread(target=refresh_now) for _ in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
+    return answers
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_parallel_refreshes_of_one_token_are_reuse_and_revoke_the_family(application, member):
+    """Requests that all pass validation before one rotates: each loser is caught at the lock."""
+    first = _user_tokens(application, member)
+    answers = _refresh_in_parallel(application, first["refresh_token"])
+    assert sorted(answer.status_code for answer in answers) == [200, 400, 400, 400], [
+        answer.content for answer in answers
+    ]
+    (winner,) = [answer.json() for answer in answers if answer.status_code == 200]
+    assert all(
+        answer.json() == {"error": "invalid_grant"}
+        for answer in answers
+        if answer.status_code == 400
+    )
+    assert not _works(winner["access_token"])
+    assert refresh(application, winner["refresh_token"]).json() == {"error": "invalid_grant"}
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_parallel_refreshes_within_the_grace_period_all_succeed(application, member, refresh_grace):
+    first = _user_tokens(application, member)
+    answers = _refresh_in_parallel(application, first["refresh_token"])
     assert [answer.status_code for answer in answers] == [200] * 4, [
         answer.content for answer in answers
     ]

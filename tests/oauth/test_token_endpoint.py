@@ -4,11 +4,13 @@ import base64
 
 import pytest
 from django.test import Client, override_settings
-from oauth2_provider.models import AccessToken
+from oauth2_provider.models import AccessToken, RefreshToken
+from oauth2_provider.settings import oauth2_settings
 
 from oauth_setup.models import Application
+from oauth_setup.validators import TicketingOAuth2Validator
 from tests.factories import ApplicationFactory
-from tests.oauth.flow import stored_token
+from tests.oauth.flow import browser, consent, exchange_code, refresh, stored_token
 from tests.oauth.support import wait_for_fresh_window
 from tests.support import TokenClient
 
@@ -209,3 +211,58 @@ def test_implicit_grant_is_unsupported_and_issues_nothing(organizer, member):
     assert "error=unsupported_response_type" in location
     assert "#" not in location and "access_token" not in location
     assert not AccessToken.objects.exists()
+
+
+# --- Refresh token reuse (CONTRACT §4) ---------------------------------------------------------
+
+
+def test_refresh_token_grace_period_is_off_by_default():
+    assert oauth2_settings.REFRESH_TOKEN_GRACE_PERIOD_SECONDS == 0
+
+
+def test_reusing_a_rotated_refresh_token_at_once_revokes_the_family(application, member):
+    first = exchange_code(application, consent(browser(member), application)["code"]).json()
+    rotated = refresh(application, first["refresh_token"])
+    assert rotated.status_code == 200, rotated.content
+    rotated = rotated.json()
+    assert TokenClient(rotated["access_token"]).get("/api/public/me").status_code == 200
+
+    # At once, as an attacker holding a stolen copy of the old token would.
+    replay = refresh(application, first["refresh_token"])
+    assert (replay.status_code, replay.json()) == (400, {"error": "invalid_grant"})
+    # Whoever rotated first may be the attacker: the pair it got is dead too.
+    denied = TokenClient(rotated["access_token"]).get("/api/public/me")
+    assert (denied.status_code, denied.json()["error"]) == (401, "invalid_token")
+    again = refresh(application, rotated["refresh_token"])
+    assert (again.status_code, again.json()) == (400, {"error": "invalid_grant"})
+    assert not AccessToken.objects.exists()
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()
+
+
+def test_refresh_that_loses_a_race_with_another_is_reuse(application, member, monkeypatch):
+    """Two refreshes of one token both pass validation; the second to save is reuse too."""
+    first = exchange_code(application, consent(browser(member), application)["code"]).json()
+    validate = TicketingOAuth2Validator.validate_refresh_token
+    raced, winner = [], []
+
+    def validate_then_lose_the_race(self, *args, **kwargs):
+        valid = validate(self, *args, **kwargs)
+        if not raced:  # the other request rotates the token between validation and saving
+            raced.append(True)
+            winner.append(refresh(application, first["refresh_token"]))
+        return valid
+
+    monkeypatch.setattr(
+        TicketingOAuth2Validator, "validate_refresh_token", validate_then_lose_the_race
+    )
+    loser = refresh(application, first["refresh_token"])
+    assert winner[0].status_code == 200
+    assert (loser.status_code, loser["Content-Type"], loser["Cache-Control"]) == (
+        400,
+        "application/json",
+        "no-store",
+    )
+    assert loser.json() == {"error": "invalid_grant"}
+    assert TokenClient(winner[0].json()["access_token"]).get("/api/public/me").status_code == 401
+    assert not AccessToken.objects.exists()
+    assert not RefreshToken.objects.filter(revoked__isnull=True).exists()

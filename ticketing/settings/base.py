@@ -305,11 +305,12 @@ OAUTH2_PROVIDER = {
     "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
     "ROTATE_REFRESH_TOKEN": True,
     "REFRESH_TOKEN_REUSE_PROTECTION": True,
-    # Two requests that refresh the same token at once (a client's parallel calls, or a retry
-    # after a lost answer, which HTTP clients give up on within ~30 s) both get a new pair;
-    # using it later is reuse and revokes the family. oauth_setup.validators mints the second
-    # pair, since tokens are stored hashed (DOT would return the first, check E001).
-    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": 30,
+    # A used refresh token presented again is reuse, however soon: refused, and its family
+    # revoked (CONTRACT §4), so a stolen copy is caught. Opt-in, a second refresh within this
+    # many seconds gets its own pair instead (oauth_setup.validators; DOT's check E001), for
+    # clients that refresh in parallel or retry a lost answer, at the price of not detecting
+    # a thief who uses the token within the window (deploy/README.md).
+    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": env_int("REFRESH_TOKEN_GRACE_SECONDS", 0),
     "REFRESH_TOKEN_EXPIRE_SECONDS": 60 * 60 * 24 * 30,
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "OAUTH2_SERVER_CLASS": "oauth_setup.server.TicketingServer",
