@@ -127,6 +127,10 @@ class TicketImporter:
         # them: no ticket type row stays locked against sales while it reads the whole file.
         self.preview = preview
         self._places_left: dict[int, int] = {}
+        # Nor does it insert (the inserts were most of its time): it keeps the tickets it would
+        # create, so that later batches judge their external_ids and codes as the import will.
+        self._previewed: dict[str, Ticket] = {}
+        self._previewed_codes: set[str] = set()
 
     def import_batch(self, rows: list[tuple[int, list[str]]]) -> list[RowOutcome]:
         """One outcome per row, in order. Call inside a transaction: it holds the claims.
@@ -215,6 +219,7 @@ class TicketImporter:
                 Ticket.objects.filter(event_id=self.event.pk, external_id__in=ids)
             )
         }
+        existing.update((i, self._previewed[i]) for i in ids & self._previewed.keys())
         first_with: dict[str, _Candidate] = {}
         new = []
         for candidate in candidates:
@@ -248,6 +253,7 @@ class TicketImporter:
                 "reference_code", flat=True
             )
         )
+        taken |= chosen & self._previewed_codes
         kept = []
         for candidate in candidates:
             code = candidate.reference_code
@@ -315,7 +321,8 @@ class TicketImporter:
         return codes
 
     def _write(self, candidates: list[_Candidate]) -> None:
-        """Claim places, then insert the orders and tickets, their webhook events and emails.
+        """Claim places, then insert the orders and tickets, their webhook events and emails
+        (a preview only keeps its tickets in memory).
 
         Raises: IntegrityError (a concurrent writer took an external_id or a code).
         """
@@ -323,6 +330,9 @@ class TicketImporter:
         if not candidates:
             return
         codes = self._drawn_codes(candidates)
+        if self.preview:
+            self._preview_keep(candidates, codes)
+            return
         now = timezone.now()
         orders = []
         for candidate in candidates:
@@ -373,6 +383,25 @@ class TicketImporter:
             if self.notify:
                 ticket_send_email(ticket_id=ticket.pk)
             logger.info("ticket %s created by an import", ticket.pk)
+
+    def _preview_keep(self, candidates: list[_Candidate], codes: dict[int, str]) -> None:
+        """A preview's tickets, unsaved, for the checks of its later batches."""
+        for candidate in candidates:
+            holder = candidate.holder
+            ticket = Ticket(
+                event_id=self.event.pk,
+                ticket_type=candidate.ticket_type,
+                firstname=holder.firstname,
+                lastname=holder.lastname,
+                email=holder.email,
+                phone=holder.phone,
+                reference_code=candidate.reference_code or codes[id(candidate)],
+                external_id=candidate.external_id,
+            )
+            candidate.outcome.ticket = ticket
+            self._previewed_codes.add(ticket.reference_code)
+            if candidate.external_id:
+                self._previewed[candidate.external_id] = ticket
 
     def _write_one_by_one(self, candidates: list[_Candidate]) -> None:
         """The slow path after a race: each row through `ticket_create`, in its own savepoint."""
