@@ -286,8 +286,7 @@ class _TicketKey(serializers.Serializer):
 class TicketKeyParams(_TicketKey):
     """The ticket to find, by exactly one key."""
 
-    # One object parameter in the document, so that "exactly one" can be stated there.
-    openapi_parameter = "ticket_key"
+    # Three query parameters in the document, each saying this rule in words.
     openapi_rules = exactly_one_of(*SEARCH_KEYS)
 
 

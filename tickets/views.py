@@ -230,6 +230,10 @@ class EventTicketsView(generics.ListAPIView):
 @extend_schema(
     tags=["Tickets"],
     summary="Find one ticket of an event",
+    description="By its reference code (as printed or in the QR code; case and surrounding "
+    "spaces ignored), the NFC tag bound to it, or its id. Send exactly one of "
+    "`reference_code`, `nfc_uid`, `ticket_id`. None or several is a 400 "
+    "`invalid_parameters`; no such ticket in the event is a 404.",
     parameters=[TicketKeyParams],
     responses=TicketResponseSerializer,
 )

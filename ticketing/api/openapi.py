@@ -13,17 +13,20 @@ serializers). This module adds, to every operation, what follows from the shared
 - the list envelope's items key (`events`, `tickets`, ...), from the view's `items_key`;
 - the input rules every text input shares (no NUL; non-blank where blank is refused; query
   parameters never empty), and a serializer's own cross-field rules (`openapi_rules`), so that
-  a request valid by the document is one the API accepts.
+  a request valid by the document is one the API accepts. Rules between fields are stated in
+  shapes client generators still type: `not` on a body (an `anyOf` beside the properties
+  would make the body an untyped union) and words on query parameters (which OpenAPI does not
+  relate, and an object parameter is no parameter the API reads).
 """
 
 import copy
+import itertools
 
 from django import forms
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import (
     ResolvedComponent,
-    build_parameter_type,
     force_instance,
     is_basic_serializer,
 )
@@ -128,6 +131,42 @@ def at_least_one_of(*names: str) -> dict:
     return {"anyOf": [{"required": [name]} for name in names]}
 
 
+def _key_rule(rules: dict) -> tuple[list[str], bool] | None:
+    """The fields of an exactly-one (`oneOf`) or at-least-one (`anyOf`) rule of `required`
+    branches, and whether it is exactly one; None for any other rules."""
+    for keyword, exactly in (("oneOf", True), ("anyOf", False)):
+        branches = rules.get(keyword)
+        if isinstance(branches, list) and all(
+            isinstance(b, dict) and set(b) == {"required"} and len(b["required"]) == 1
+            for b in branches
+        ):
+            return [b["required"][0] for b in branches], exactly
+    return None
+
+
+def _key_rule_sentence(names: list[str], exactly: bool) -> str:
+    keys = ", ".join(f"`{name}`" for name in names)
+    return f"Send {'exactly' if exactly else 'at least'} one of {keys}."
+
+
+def _key_rule_as_not(schema: dict) -> None:
+    """An object's exactly-one or at-least-one rule as a `not` of what it refuses (none of the
+    fields sent; two of them, for exactly one), said in its description too. Validators apply
+    a `not`; client generators skip it, where a `oneOf` or `anyOf` beside the properties makes
+    them type the object as a union of branches that have no type: `Any`."""
+    rule = _key_rule(schema)
+    if rule is None:
+        return
+    names, exactly = rule
+    del schema["oneOf" if exactly else "anyOf"]
+    refused = [{"required": list(pair)} for pair in itertools.combinations(names, 2)]
+    refused = [*(refused if exactly else []), {"not": at_least_one_of(*names)}]
+    schema["not"] = refused[0] if len(refused) == 1 else {"anyOf": refused}
+    sentence = _key_rule_sentence(names, exactly)
+    description = schema.get("description")
+    schema["description"] = f"{description}\n\n{sentence}" if description else sentence
+
+
 def query_filter_schema(exact_fields: dict[str, forms.Field], max_length: int) -> dict:
     """`q` (CONTRACT §6): search text, or a JSON object of exact filters on `exact_fields`.
 
@@ -147,9 +186,14 @@ def query_filter_schema(exact_fields: dict[str, forms.Field], max_length: int) -
         "type": "string",
         "minLength": 1,
         "maxLength": max_length,
+        # Each branch typed too: a generator makes an untyped branch, so the parameter, `Any`.
         "anyOf": [
-            {"pattern": rf"^(?![{SPACE}]*\{{)[^\u0000]*$", "title": "Search text"},
-            {"pattern": json_object, "title": "Exact filters (a JSON object)"},
+            {
+                "type": "string",
+                "pattern": rf"^(?![{SPACE}]*\{{)[^\u0000]*$",
+                "title": "Search text",
+            },
+            {"type": "string", "pattern": json_object, "title": "Exact filters (a JSON object)"},
         ],
     }
 
@@ -258,6 +302,7 @@ class ApiAutoSchema(AutoSchema):
                 prop.pop("type")
                 prop["anyOf"] = _boolean_input(field)
         _nested_rules(getattr(serializer, "openapi_rules", {}), schema)
+        _key_rule_as_not(schema)
         return schema
 
     def _get_request_body(self, direction="request"):
@@ -275,7 +320,7 @@ class ApiAutoSchema(AutoSchema):
             if not is_basic_serializer(serializer):
                 continue
             component = self.resolve_serializer(serializer, direction)
-            if {"anyOf", "oneOf", "minProperties"} & set(component.schema):
+            if {"not", "minProperties"} & set(component.schema):
                 body["required"] = True
             form = _form_variant(component) if media_type in FORM_MEDIA_TYPES else None
             if form is not None:
@@ -284,26 +329,18 @@ class ApiAutoSchema(AutoSchema):
         return body
 
     def _process_override_parameters(self, direction="request"):
-        """A parameter serializer with object rules cannot become independent parameters: it
-        is one `form`-exploded object parameter (its properties are still plain `key=value`
-        query parameters on the wire), named by its `openapi_parameter`."""
+        """A parameter serializer becomes one query parameter per field. OpenAPI cannot relate
+        parameters: a rule between them (`openapi_rules`) is said in each one's description."""
         result = super()._process_override_parameters(direction)
         for parameter in self.get_override_parameters():
-            name = getattr(parameter, "openapi_parameter", None)
-            if not is_basic_serializer(parameter) or name is None:
+            rule = _key_rule(getattr(parameter, "openapi_rules", {}))
+            if not is_basic_serializer(parameter) or rule is None:
                 continue
-            schema = self._map_serializer(force_instance(parameter), "request")
-            for property_name in schema["properties"]:
-                result.pop((property_name, OpenApiParameter.QUERY), None)
-            result[name, OpenApiParameter.QUERY] = build_parameter_type(
-                name=name,
-                schema=schema,
-                location=OpenApiParameter.QUERY,
-                required=True,
-                description=schema.pop("description", None),
-                style="form",
-                explode=True,
-            )
+            sentence = _key_rule_sentence(*rule)
+            for name in rule[0]:
+                query = result[name, OpenApiParameter.QUERY]
+                description = query.get("description")
+                query["description"] = f"{description} {sentence}" if description else sentence
         return result
 
     def _permission_info(self) -> tuple[list, set[int]]:
