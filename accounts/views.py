@@ -44,11 +44,10 @@ class MeView(APIView):
 
 
 class InfoView(APIView):
-    """Name, version and liveness of the API; no token, no database, no rate limit.
+    """Name, version and liveness of the API; no token, no database, no rate limit: load
+    balancers and uptime checks may call it as often as they like."""
 
-    It answers load balancers and uptime checks as often as they like, and is the framework
-    baseline of the benchmarks.
-    """
+    # Also the framework baseline of the benchmarks.
 
     authentication_classes = []
     permission_classes = [AllowAnyone]

@@ -47,7 +47,9 @@ class EventSerializer(serializers.ModelSerializer):
 
 
 class TicketTypeSerializer(serializers.ModelSerializer):
-    """A ticket type in event details; counts come from the counter, not a query per row."""
+    """A ticket type of the event, with how many of its tickets are sold."""
+
+    # Counts come from the counter, not a query per row.
 
     sold_tickets_count = serializers.IntegerField(source="sold_count")
     status = serializers.ChoiceField(
@@ -61,7 +63,9 @@ class TicketTypeSerializer(serializers.ModelSerializer):
 
 
 class CheckInTypeSerializer(serializers.ModelSerializer):
-    """`ticket_type_ids` reads a prefetched relation; empty means every ticket type."""
+    """A check-in type of the event; `ticket_type_ids` empty means every ticket type."""
+
+    # `ticket_type_ids` reads a prefetched relation.
 
     ticket_type_ids = serializers.SerializerMethodField()
 
@@ -84,7 +88,9 @@ class CheckInTypeSerializer(serializers.ModelSerializer):
 
 
 class EventDetailSerializer(serializers.Serializer):
-    """`{success, event, ticket_types}`: ticket types sit beside the event (the spec)."""
+    """The event, and beside it every ticket type of the event."""
+
+    # Ticket types sit beside the event, not in it, as the spec has them.
 
     success = SuccessField()
     event = EventSerializer()

@@ -13,10 +13,9 @@ from .models import Membership, Organizer
 
 
 class OrganizerSerializer(serializers.ModelSerializer):
-    """An organizer the caller may act for; `role` is the caller's (null for an app token).
+    """An organizer the caller may act for; `role` is the caller's (null for an app token)."""
 
-    Reads `role` from the selector's annotation.
-    """
+    # Reads `role` from the selector's annotation.
 
     id = Int32Field()
     description = BlankAsNullCharField()

@@ -365,11 +365,10 @@ class BatchScanInputSerializer(_TicketKey, _GateInput):
 
 
 class CheckInBatchInputSerializer(serializers.Serializer):
-    """`{"scans": [...]}`: 1 to 500 scans with distinct ids.
+    """`{"scans": [...]}`: 1 to 500 scans with distinct ids."""
 
-    Only a malformed upload is refused as a whole; a scan that is wrong on its own is parsed
-    into its field errors and fails alone (`parse`).
-    """
+    # Only a malformed upload is refused as a whole; a scan that is wrong on its own is parsed
+    # into its field errors and fails alone (`_scan`).
 
     scans = serializers.ListField(
         child=BatchScanInputSerializer(), min_length=1, max_length=BATCH_MAX_SCANS

@@ -18,7 +18,9 @@ from .services.scans import GateResult, TypeResult
 
 
 class FormAnswerSerializer(serializers.Serializer):
-    """`{"id": <form field id>, "label", "value"}`; reads answers prefetched with their field."""
+    """An answer to a question of the event's order form; `id` is the question's."""
+
+    # Reads answers prefetched with their field.
 
     id = serializers.IntegerField(source="field_id")
     label = serializers.CharField(source="field.label")
@@ -26,7 +28,10 @@ class FormAnswerSerializer(serializers.Serializer):
 
 
 class NestedTicketTypeSerializer(serializers.Serializer):
-    """The spec makes every field of the ticket's nested ticket type a string."""
+    """The ticket's type. Every field is a string: `price` in baht (`"100.00"`),
+    `price_satangs` in satangs (`"10000"`)."""
+
+    # Strings all, as the spec has them.
 
     id = serializers.CharField()
     name = serializers.CharField()
@@ -42,15 +47,16 @@ class NestedTicketTypeSerializer(serializers.Serializer):
 
 
 class TicketSerializer(serializers.ModelSerializer):
-    """The spec's Ticket. Needs `ticket_type` selected and the form answers loaded
-    (`tickets.selectors`: `tickets_for_output`, `with_form_answers`, `with_form_answers_of`,
-    `ticket_from_output_row`).
+    """A ticket: its holder, status, type, form answers, and the link to the holder's page."""
 
-    The fields declare the ticket (and its schema); `to_representation` builds the same dict
-    directly, because DRF's copying of every field for every ticket costs more than the rest of
-    a check-in at the gate. `tests/read_api/test_ticket_representation.py` holds the two to the
-    same output.
-    """
+    # The spec's Ticket. Needs `ticket_type` selected and the form answers loaded
+    # (`tickets.selectors`: `tickets_for_output`, `with_form_answers`, `with_form_answers_of`,
+    # `ticket_from_output_row`).
+    #
+    # The fields declare the ticket (and its schema); `to_representation` builds the same dict
+    # directly, because DRF's copying of every field for every ticket costs more than the rest
+    # of a check-in at the gate. `tests/read_api/test_ticket_representation.py` holds the two
+    # to the same output.
 
     firstname = BlankAsNullCharField()
     lastname = BlankAsNullCharField()
@@ -62,7 +68,7 @@ class TicketSerializer(serializers.ModelSerializer):
     price_label = serializers.SerializerMethodField()
     forms = FormAnswerSerializer(source="form_answers", many=True)
     ticket_url = serializers.SerializerMethodField(
-        help_text="The holder's ticket page (QR code, event, state); no login (CONTRACT §14)."
+        help_text="The holder's ticket page (QR code, event, state), which needs no login."
     )
 
     class Meta:
@@ -164,7 +170,9 @@ class TicketResponseSerializer(serializers.Serializer):
 
 
 class OrderSerializer(serializers.ModelSerializer):
-    """The spec's Order. Needs `form_answers__field` and `tickets` (ids only) prefetched."""
+    """An order: its buyer, status, form answers and the ids of its tickets."""
+
+    # The spec's Order. Needs `form_answers__field` and `tickets` (ids only) prefetched.
 
     buyer_phone = BlankAsNullCharField()
     buyer_phone_country = BlankAsNullCharField()
@@ -217,7 +225,8 @@ class TypeResultSerializer(serializers.Serializer):
 
 
 class GateResultSerializer(serializers.Serializer):
-    """`{success, ticket, check_in_results, renew_results}`; `success` is every type's."""
+    """A check-in's or renew's outcome, with the ticket as it is now: `success` is true when
+    every requested check-in type succeeded (always, without check-in types)."""
 
     success = serializers.BooleanField()
     ticket = TicketSerializer()
@@ -326,7 +335,11 @@ class _NullableScannerTicketField(serializers.DictField):
 class ScanResultSerializer(serializers.Serializer):
     id = serializers.CharField()
     success = serializers.BooleanField()
-    error = serializers.CharField(allow_null=True, help_text="An error code of CONTRACT §2.")
+    error = serializers.CharField(
+        allow_null=True,
+        help_text="Null on success; else an error response's code (`ticket_already_used`, "
+        "`ticket_revoked`, `order_not_paid`, `not_found`, `invalid_parameters`, ...).",
+    )
     message = serializers.CharField()
     replayed = serializers.BooleanField(help_text="This scan id was applied before.")
     ticket = _NullableScannerTicketField(allow_null=True)
@@ -366,7 +379,9 @@ class _BucketSerializer(serializers.Serializer):
 
 
 class CheckInStatsSerializer(serializers.Serializer):
-    """CONTRACT §12; reads a `tickets.stats.CheckInStats`."""
+    """An event's live check-in figures, exact at `generated_at`."""
+
+    # CONTRACT §12; reads a `tickets.stats.CheckInStats`.
 
     success = SuccessField()
     event_id = Int32Field()

@@ -21,7 +21,9 @@ from .serializers import OrderSerializer, TicketResponseSerializer, TicketSerial
 
 @extend_schema(tags=["Tickets"], summary="List the user's tickets of an organizer")
 class UserTicketsView(generics.ListAPIView):
-    """The caller's own tickets (CONTRACT §8) for the organizer's events."""
+    """The caller's own tickets for the organizer's events."""
+
+    # CONTRACT §8.
 
     permission_classes = [UserOrganizerResource]
     serializer_class = TicketSerializer
@@ -38,7 +40,9 @@ class UserTicketsView(generics.ListAPIView):
 
 @extend_schema(tags=["Orders"], summary="List the user's orders of an organizer")
 class UserOrdersView(generics.ListAPIView):
-    """The caller's own orders (CONTRACT §8) for the organizer's events."""
+    """The caller's own orders for the organizer's events."""
+
+    # CONTRACT §8.
 
     permission_classes = [UserOrganizerResource]
     serializer_class = OrderSerializer

@@ -9,7 +9,7 @@ EVENT_TYPE_CHOICES = ["*", *WebhookEvent.Type.values]
 
 
 class WebhookEndpointSerializer(serializers.ModelSerializer):
-    """Endpoint of CONTRACT §13: `{id, url, event_types, is_active, created_at, updated_at}`."""
+    """A URL of the organizer's that receives the webhook event types it subscribes to."""
 
     id = Int32Field()
     event_types = serializers.ListField(child=serializers.ChoiceField(EVENT_TYPE_CHOICES))
@@ -21,6 +21,8 @@ class WebhookEndpointSerializer(serializers.ModelSerializer):
 
 
 class WebhookEndpointWithSecretSerializer(WebhookEndpointSerializer):
+    """A webhook endpoint just registered, with the secret that signs its deliveries."""
+
     secret = serializers.CharField(help_text="`whsec_<base64>`: shown only in this response.")
 
     class Meta(WebhookEndpointSerializer.Meta):

@@ -241,6 +241,7 @@ SPECTACULAR_SETTINGS = {
     "PREPROCESSING_HOOKS": ["ticketing.api.openapi.public_api_only"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        "ticketing.api.openapi_webhooks.webhooks_described",
         "ticketing.api.openapi.int32_integers",
     ],
     "ENUM_NAME_OVERRIDES": {
