@@ -13,6 +13,10 @@ if [ -z "${SECRET_KEY:-}" ]; then
     export SECRET_KEY
     echo "serve: SECRET_KEY not set; using a random one (sessions end when the server stops)" >&2
 fi
+if [ -z "${SITE_URL:-}" ]; then
+    # Fine for a trial; `check --deploy` refuses it (ticketing.E002).
+    echo "serve: SITE_URL not set; ticket links will point at http://${HOST:-127.0.0.1}:${PORT:-8000}" >&2
+fi
 # The system checks first, so a refused configuration (e.g. ticket emails to the console)
 # stops here even with SKIP_MIGRATE.
 "$PYTHON" manage.py check

@@ -1,4 +1,7 @@
-"""System checks of the project's settings, run by `check`, `migrate` and `make serve`."""
+"""System checks of the project's settings: run by `check`, `migrate` and `make serve`, and the
+deployment ones by `check --deploy`."""
+
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.checks import Error, Tags, register
@@ -27,5 +30,27 @@ def email_is_delivered(app_configs, **kwargs):
                 "and EMAIL_PORT (or the file backend with EMAIL_FILE_PATH for a trial run)."
             ),
             id="ticketing.E001",
+        )
+    ]
+
+
+@register(Tags.security, deploy=True)
+def site_url_is_public(app_configs, **kwargs):
+    """With DEBUG off, SITE_URL must be the public https address: every ticket link is built
+    from it (`ticket_url`, emails, webhook payloads, `.ics`), and its default is where the
+    server listens (`http://0.0.0.0:8000` in a container). Deploy-only: `make serve` stays
+    usable for a trial over plain HTTP."""
+    site = urlsplit(settings.SITE_URL)
+    if settings.DEBUG or (site.scheme == "https" and site.hostname):
+        return []
+    return [
+        Error(
+            f"SITE_URL is {settings.SITE_URL!r} with DEBUG off: ticket links (emails, "
+            "`ticket_url`, webhook payloads, calendar files) would point there.",
+            hint=(
+                "Set SITE_URL to the https:// address clients reach the service at, e.g. "
+                "https://tickets.example.com."
+            ),
+            id="ticketing.E002",
         )
     ]

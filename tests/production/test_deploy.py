@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from django.core.checks import run_checks
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SERVE_PORT = 8520
@@ -32,6 +33,7 @@ def _production_env(**extra) -> dict[str, str]:
         SECRET_KEY=secrets.token_urlsafe(50),
         ALLOWED_HOSTS="tickets.example.com",
         EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
+        SITE_URL="https://tickets.example.com",
     )
     env.update(extra)
     return {key: value for key, value in env.items() if value is not None}
@@ -60,6 +62,60 @@ def test_check_deploy_warns_of_a_token_cache_no_other_process_shares():
     result = _manage("check", "--deploy", "--fail-level", "WARNING", env=env)
     assert result.returncode != 0
     assert "oauth_setup.W001" in result.stderr
+
+
+def test_check_deploy_refuses_ticket_links_to_the_bind_address():
+    """Without SITE_URL, every ticket link (email, `ticket_url`, webhooks, `.ics`) would name
+    where gunicorn listens."""
+    result = _manage("check", "--deploy", env=_production_env(SITE_URL=None, HOST="0.0.0.0"))
+    assert result.returncode != 0
+    assert (
+        "(ticketing.E002) SITE_URL is 'http://0.0.0.0:8000' with DEBUG off: ticket links"
+        in result.stderr
+    )
+
+
+def test_plain_check_passes_without_site_url():
+    """A deployment check: `make serve`'s plain `check` lets a trial run over plain HTTP."""
+    result = _manage("check", env=_production_env(SITE_URL=None))
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("site_url", "debug", "refused"),
+    [
+        ("http://0.0.0.0:8000", False, True),
+        ("http://tickets.example.com", False, True),
+        ("https://", False, True),
+        ("tickets.example.com", False, True),
+        ("https://tickets.example.com", False, False),
+        ("https://tickets.example.com/box-office", False, False),
+        ("http://127.0.0.1:8000", True, False),  # development
+    ],
+)
+def test_site_url_check(settings, site_url, debug, refused):
+    settings.SITE_URL, settings.DEBUG = site_url, debug
+    settings.SILENCED_SYSTEM_CHECKS = []
+    errors = [e for e in run_checks(include_deployment_checks=True) if e.id == "ticketing.E002"]
+    if not refused:
+        assert errors == []
+        return
+    (error,) = errors
+    assert error.is_serious()
+    assert error.msg == (
+        f"SITE_URL is {site_url!r} with DEBUG off: ticket links (emails, `ticket_url`, webhook "
+        "payloads, calendar files) would point there."
+    )
+    assert error.hint == (
+        "Set SITE_URL to the https:// address clients reach the service at, e.g. "
+        "https://tickets.example.com."
+    )
+
+
+def test_site_url_check_is_a_deployment_check(settings):
+    settings.SITE_URL, settings.DEBUG = "http://0.0.0.0:8000", False
+    settings.SILENCED_SYSTEM_CHECKS = []
+    assert [e for e in run_checks() if e.id == "ticketing.E002"] == []
 
 
 def test_production_refuses_to_start_without_a_secret_key():
@@ -105,7 +161,7 @@ def test_production_settings_values():
         "prepare_threshold": 2,
         # Without a shared cache a revocation could not reach the other processes.
         "token_cache_seconds": 0,
-        # A mail server that never answers holds a request this long at most.
+        # A mail server that never answers holds a worker's send attempt this long at most.
         "email_timeout": 10,
         "cache": dict.fromkeys(("SOCKET_CONNECT_TIMEOUT", "SOCKET_TIMEOUT", "BREAKER_SECONDS")),
     }
