@@ -18,6 +18,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from ticketing.dates import human_date, intl_locale
+
 from .selectors import events_for_check_in, last_check_in, member_organizer_ids
 from .services import page_token_issue
 
@@ -91,7 +93,7 @@ def check_in_page(request):
             "organizer_id": event.organizer_id,
             "organizer": event.organizer.name,
             "title": event.title,
-            "starts": timezone.localtime(event.start_at).strftime("%d %b %Y %H:%M"),
+            "starts": human_date(event.start_at, "short"),
             "check_in_types": [{"id": t.pk, "name": t.name} for t in event.check_in_types.all()],
         }
         for event in events_for_check_in(organizer_ids=organizer_ids)
@@ -103,6 +105,8 @@ def check_in_page(request):
         # Loaded only where the browser cannot read QR codes itself (BarcodeDetector).
         "decoder_url": static("checkin_page/vendor/jsqr-1.4.0/jsQR.js"),
         "time_zone": settings.TIME_ZONE,
+        # The script writes times in the page's language and calendar, as the labels above.
+        "locale": intl_locale(),
         "events": events,
         "labels": _labels(),
     }

@@ -99,7 +99,7 @@ def test_email_is_thai_with_english_below_by_default(organizer):
     ):
         thai, english = body.index("สวัสดีคุณ Somsak Jaidee"), body.index("Hello Somsak Jaidee,")
         assert thai < english
-        assert "พฤหัสบดี 24 ธันวาคม 2026, 19:00" in body
+        assert "พฤหัสบดี 24 ธันวาคม 2569, 19:00" in body  # Thai: the Buddhist era
         assert "Thursday 24 December 2026, 19:00" in body
 
 

@@ -90,7 +90,7 @@ def test_page_follows_accept_language(client, ticket):
     assert '<html lang="th">' in html
     assert 'id="state">ใช้ได้: แสดงรหัสนี้ที่ทางเข้า</p>' in html
     assert "<dt>ประเภทบัตร</dt>" in html
-    assert "24 ธันวาคม 2026" in html  # Thai month names for the same local date
+    assert "24 ธันวาคม 2569" in html  # Thai month names, the Buddhist era (2026 + 543)
     assert '<a href="?lang=th" hreflang="th" lang="th" aria-current="true">ไทย</a>' in html
 
 

@@ -3,7 +3,7 @@ with, and the token its script calls the API with, under the API's rules (§3)."
 
 import json
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.test import Client
@@ -97,6 +97,38 @@ def test_page_offers_the_members_active_events_with_their_check_in_types(client,
     assert by_id[event.pk]["organizer_id"] == event.organizer_id
     assert config["labels"]["admitted"] == "Admitted"
     assert config["time_zone"] == "Asia/Bangkok"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("language", "label", "locale"),
+    [
+        ("th", "5 ม.ค. 2574 19:00", "th-TH-u-ca-buddhist"),  # Buddhist era: 2031 + 543
+        ("en", "5 Jan 2031 19:00", "en-GB-u-ca-gregory"),
+    ],
+)
+def test_event_label_and_times_follow_the_pages_language_and_calendar(
+    client, organizer, language, label, locale
+):
+    """The event's start as the ticket page and email write it (ticketing.dates), and the
+    script's locale for the times it shows, so a Thai page never mixes in a Gregorian year."""
+    staff = UserFactory(username="gate")
+    MembershipFactory(user=staff, organizer=organizer, role="staff")
+    event = EventFactory(
+        organizer=organizer,
+        title="New Year Run",
+        start_at=datetime(2031, 1, 5, 12, 0, tzinfo=UTC),  # 19:00 in Bangkok
+        end_at=datetime(2031, 1, 5, 16, 0, tzinfo=UTC),
+    )
+    client.force_login(staff)
+
+    response = client.get(PAGE, HTTP_ACCEPT_LANGUAGE=language)
+
+    assert response["Content-Language"] == language
+    config = _config(response)
+    assert [(e["id"], e["starts"]) for e in config["events"]] == [(event.pk, label)]
+    assert config["locale"] == locale
+    assert f"New Year Run · {label} · Bangkok Live</option>" in response.content.decode()
 
 
 @pytest.mark.django_db

@@ -26,7 +26,8 @@
   var busy = false;
   var stream = null;
   var statsTimer = null;
-  var timeFormat = new Intl.DateTimeFormat(undefined, {
+  // The page's language and its calendar (Thai: Buddhist era), not the browser's own.
+  var timeFormat = new Intl.DateTimeFormat(config.locale, {
     timeZone: config.time_zone, dateStyle: "medium", timeStyle: "short",
   });
 
