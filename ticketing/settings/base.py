@@ -7,6 +7,7 @@ import zoneinfo
 from pathlib import Path
 
 import dj_database_url
+from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
 from .caches import DEFAULT_BREAKER_SECONDS, DEFAULT_TIMEOUT_MS, redis_caches
@@ -146,6 +147,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
+# People's passwords keep Django's slow default (the first); OAuth client secrets, random and
+# high-entropy, are hashed fast with the last (OAUTH2_PROVIDER's CLIENT_SECRET_HASHER).
+PASSWORD_HASHERS = [*global_settings.PASSWORD_HASHERS, "oauth_setup.hashers.ClientSecretHasher"]
 
 # --- Time -----------------------------------------------------------------------------------
 
@@ -169,6 +173,9 @@ MEDIA_URL = "media/"
 MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+# The largest CSV the admin's attendee import takes (kept on the server until confirmed);
+# larger files go through `manage.py import_tickets`.
+IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 10 * 1024 * 1024)
 
 # --- Email ----------------------------------------------------------------------------------
 
@@ -241,7 +248,7 @@ SPECTACULAR_SETTINGS = {
     "PREPROCESSING_HOOKS": ["ticketing.api.openapi.public_api_only"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "ticketing.api.openapi_webhooks.webhooks_described",
+        "webhooks.openapi.webhooks_described",
         "ticketing.api.openapi.int32_integers",
     ],
     "ENUM_NAME_OVERRIDES": {
@@ -274,9 +281,15 @@ SPECTACULAR_SETTINGS = {
 API_RATE_LIMIT = env_str("API_RATE_LIMIT", "1200/m")
 ME_RATE_LIMIT = env_str("ME_RATE_LIMIT", "10/m")
 TOKEN_RATE_LIMIT = env_str("TOKEN_RATE_LIMIT", "30/m")
-# Failed credential checks (client secrets on /oauth/*, passwords on the sign-in pages) per
-# client address and per client or username, before 429 until the window ends.
+# Failed credential checks before 429 until the window ends (oauth_setup.throttling): client
+# secrets on /oauth/* per client address, passwords per username and address; failed sign-ins
+# per address whatever the username; and per username from anywhere, a pause of seconds only,
+# so that no stranger can lock a person out.
 CREDENTIAL_FAILURE_RATE_LIMIT = env_str("CREDENTIAL_FAILURE_RATE_LIMIT", "10/15m")
+SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT = env_str("SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT", "100/15m")
+USERNAME_FAILURE_RATE_LIMIT = env_str("USERNAME_FAILURE_RATE_LIMIT", "30/10s")
+# Tokens the staff check-in page may take per user (checkin_page).
+CHECK_IN_TOKEN_RATE_LIMIT = env_str("CHECK_IN_TOKEN_RATE_LIMIT", "30/m")
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 RATELIMIT_FAIL_OPEN = True
@@ -316,6 +329,9 @@ OAUTH2_PROVIDER = {
     "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     "OAUTH2_SERVER_CLASS": "oauth_setup.server.TicketingServer",
     "OAUTH2_VALIDATOR_CLASS": "oauth_setup.validators.TicketingOAuth2Validator",
+    # Client secrets are generated: a slow password hash guards nothing and costs every
+    # client-credentials token most of a second of CPU (oauth_setup.hashers).
+    "CLIENT_SECRET_HASHER": "client_secret_pbkdf2_sha256",
     # PKCE is required of public clients only: TicketingOAuth2Validator.is_pkce_required.
     "PKCE_REQUIRED": True,
     # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, PKCE only as S256,

@@ -96,7 +96,7 @@ _HEADERS = {
 def webhooks_described(result: dict, **kwargs) -> dict:
     """Postprocessing hook: the webhook components, `x-webhooks`, and the description's section
     on webhooks (after the enum hook, which would rename these enums; before the int32 one)."""
-    from webhooks.models import WebhookEvent
+    from .models import WebhookEvent
 
     types = WebhookEvent.Type.values
     schemas = result["components"]["schemas"]
@@ -210,7 +210,7 @@ def _schema_name(type_: str) -> str:
 
 def _delivery() -> str:
     """How deliveries and retries go, with this deployment's settings."""
-    from webhooks.delivering import retry_delay
+    from .delivering import retry_delay
 
     delays: list[int] = []
     for attempt in itertools.count(1):
