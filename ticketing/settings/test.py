@@ -8,7 +8,10 @@ from .caches import DEFAULT_BREAKER_SECONDS, redis_caches
 from .env import env_bool, env_str
 
 DEBUG = False
-PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+PASSWORD_HASHERS = [
+    "django.contrib.auth.hashers.MD5PasswordHasher",
+    "oauth_setup.hashers.ClientSecretHasher",  # CLIENT_SECRET_HASHER
+]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 # Mail kept in memory with DEBUG off is what the suite wants and production must refuse.
 SILENCED_SYSTEM_CHECKS = ["ticketing.E001"]
