@@ -3,11 +3,13 @@
 The page is a client of the public API like any scanner app, so it needs a bearer token; the
 user has already signed in to this site, so sending them through the authorization-code flow
 of the site's own page would only add redirects. The token belongs to a platform application
-(owned by no organizer, so §3 step 5 never fires), with the scope `organizer` and the user as
-its user: every request the page makes is then checked by the API's access rules unchanged,
-membership included (a staff member of organizer 1 gets 403 `not_organizer_member` at
-organizer 2). It lives minutes, not the API's two hours: the page asks for a new one while
-the session lasts, and a stolen one is soon worthless.
+(owned by no organizer, so §3 step 5 never fires), with the user as its user: every request
+the page makes is then checked by the API's access rules unchanged, membership included (a
+staff member of organizer 1 gets 403 `not_organizer_member` at organizer 2). Its scope is
+the check-in routes' own (`CHECK_IN_SCOPE`), not `organizer`: it acts on those routes only
+(§15), so a token taken from the page, by whatever role, creates no ticket and no webhook.
+It lives minutes, not the API's two hours: the page asks for a new one while the session
+lasts, and a stolen one is soon worthless.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ from oauthlib.common import generate_token
 
 from accounts.models import User
 from oauth_setup.models import Application
+from organizers.permissions import CHECK_IN_SCOPE
 
 CLIENT_ID = "staff-check-in-page"
 APPLICATION_NAME = "Staff check-in page"
 TOKEN_SECONDS = 15 * 60
-SCOPE = "organizer"
+SCOPE = CHECK_IN_SCOPE
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def _page_application():
 
 
 def page_token_issue(*, user: User) -> PageToken:
-    """A new access token for the page, for `user`, scope `organizer`, valid `TOKEN_SECONDS`."""
+    """A new access token for the page, for `user`, scope `SCOPE`, valid `TOKEN_SECONDS`."""
     raw = generate_token()
     AccessToken.objects.create(
         user=user,

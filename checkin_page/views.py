@@ -17,7 +17,10 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
+from django_ratelimit.core import get_usage
 
+from ticketing.api.exception_handler import error_body
+from ticketing.api.exceptions import RateLimited
 from ticketing.dates import human_date, intl_locale
 
 from .selectors import events_for_check_in, last_check_in, member_organizer_ids
@@ -117,7 +120,25 @@ def check_in_page(request):
 @login_required
 @require_POST
 def page_token(request):
-    """A fresh API token for the page's script (CSRF-checked: it is a same-site POST)."""
+    """A fresh API token for the page's script (CSRF-checked: it is a same-site POST).
+
+    At most CHECK_IN_TOKEN_RATE_LIMIT per user: each is a row, and the page needs one about
+    every twelve minutes (renewed at four fifths of its life), or after a 401.
+    """
+    usage = get_usage(
+        request,
+        group="check-in-page-token",
+        key="user",
+        rate=settings.CHECK_IN_TOKEN_RATE_LIMIT,
+        increment=True,
+    )
+    if usage is not None and usage["should_limit"]:
+        refused = RateLimited(usage["time_left"])
+        return JsonResponse(
+            error_body(refused.code, refused.message),
+            status=refused.status_code,
+            headers=refused.headers,
+        )
     if not member_organizer_ids(user_id=request.user.pk):
         return JsonResponse(
             {"success": False, "error": "not_organizer_member", "message": _("Not a member.")},

@@ -50,6 +50,12 @@ _ORGANIZER = [
 ]
 _ORGANIZER_USER = [{USER_TOKEN: ["organizer"]}, {BEARER: []}, {QUERY_TOKEN: []}]
 
+# The scope of the staff check-in page's tokens (CONTRACT §15), in place of `organizer`: the
+# one permission that admits it is `CheckInResource`, which the check-in routes declare. Every
+# other route asks for `public` or `organizer`, which such a token lacks, so it answers 403
+# `insufficient_scope`. No client can ask for it: it is not one of OAUTH2_PROVIDER's SCOPES.
+CHECK_IN_SCOPE = "check-in"
+
 
 @dataclass(frozen=True)
 class OrganizerReach:
@@ -158,13 +164,14 @@ class OrganizerResource(BasePermission):
     openapi_security = _ORGANIZER
     openapi_errors = (403, 404)
     requires_user_token = False
+    member_scopes = frozenset({"organizer"})  # any one of them lets a user token act (step 3)
 
     def has_permission(self, request, view) -> bool:
         caller = caller_of(request)
         if self.requires_user_token and not caller.is_user_token:
             raise UserTokenRequired()
         if caller.is_user_token:
-            if not acts_as_member(caller):
+            if not caller.scopes & self.member_scopes:
                 raise InsufficientScope("organizer")
             organizer = _member_organizer(request, view, caller)
         else:
@@ -179,6 +186,13 @@ class OrganizerResource(BasePermission):
         else:
             request.membership_role = None
         return True
+
+
+class CheckInResource(OrganizerResource):
+    """The check-in routes (scan and renew by code, stats, sync feed, batch upload): also the
+    staff check-in page's tokens, whose scope is `CHECK_IN_SCOPE` (CONTRACT §15)."""
+
+    member_scopes = frozenset({"organizer", CHECK_IN_SCOPE})
 
 
 class OrganizerUserResource(OrganizerResource):

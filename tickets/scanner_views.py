@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from events.selectors import event_get_for_organizer
-from organizers.permissions import OrganizerResource
+from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
 
 from .inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
@@ -33,7 +33,7 @@ def _invalid(what: str) -> OpenApiResponse:
 class TicketSyncView(APIView):
     """`GET .../events/{e}/tickets/sync`: the event's tickets in change order, by cursor."""
 
-    permission_classes = [OrganizerResource]
+    permission_classes = [CheckInResource]
 
     @extend_schema(
         tags=["scanner"],
@@ -74,7 +74,7 @@ class TicketSyncView(APIView):
 class CheckInBatchView(APIView):
     """`POST .../events/{e}/checkins`: the scans a scanner queued offline."""
 
-    permission_classes = [OrganizerResource]
+    permission_classes = [CheckInResource]
 
     @extend_schema(
         tags=["scanner"],
@@ -122,7 +122,7 @@ def _scan(parsed: dict) -> Scan:
 class CheckInStatsView(APIView):
     """`GET .../events/{e}/check_in_stats`: the door manager's live counts."""
 
-    permission_classes = [OrganizerResource]
+    permission_classes = [CheckInResource]
 
     @extend_schema(
         tags=["scanner"],

@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from events.selectors import event_get_for_organizer
 from organizers.permissions import (
+    CheckInResource,
     OrganizerResource,
     OrganizerUserResource,
 )
@@ -319,7 +320,7 @@ _SCAN = (
 class TicketScanCheckInView(APIView):
     """`POST .../events/{e}/tickets/checkin`: a gate's scan, in one request (CONTRACT §7)."""
 
-    permission_classes = [OrganizerResource]
+    permission_classes = [CheckInResource]
 
     @_gate_schema(
         summary="Check a scanned ticket in",
@@ -349,7 +350,7 @@ class TicketScanCheckInView(APIView):
 class TicketScanRenewView(APIView):
     """`POST .../events/{e}/tickets/renew`: undo the check-in of a scanned ticket (CONTRACT §7)."""
 
-    permission_classes = [OrganizerResource]
+    permission_classes = [CheckInResource]
 
     @_gate_schema(
         summary="Renew a scanned ticket (undo its check-in)",

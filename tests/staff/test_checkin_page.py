@@ -164,7 +164,7 @@ def test_token_needs_the_session_and_csrf(gate):
     body = response.json()
     assert (body["token_type"], body["expires_in"]) == ("Bearer", TOKEN_SECONDS)
     token = AccessToken.objects.get(token=body["access_token"])
-    assert (token.user, token.scope, token.application.client_id) == (staff, "organizer", CLIENT_ID)
+    assert (token.user, token.scope, token.application.client_id) == (staff, "check-in", CLIENT_ID)
     assert token.application.organizer is None  # a platform application: never a mismatch
     left = (token.expires - timezone.now()).total_seconds()
     assert TOKEN_SECONDS - 60 < left <= TOKEN_SECONDS

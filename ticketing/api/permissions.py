@@ -12,15 +12,21 @@ from .caller import caller_of
 from .exceptions import InsufficientScope, UserTokenRequired
 from .security import ANY_TOKEN, USER_PUBLIC
 
+# The spec's scopes. A token with neither acts only where a permission admits its own scope
+# (the staff check-in page's: `organizers.permissions.CheckInResource`).
+API_SCOPES = frozenset({"public", "organizer"})
+
 
 class HasValidToken(BasePermission):
-    """Any valid token (step 1). The default for every API view."""
+    """Any valid token with one of the spec's scopes (steps 1, 3). The default for every API
+    view."""
 
     openapi_security = ANY_TOKEN
-    openapi_errors = ()
+    openapi_errors = (403,)
 
     def has_permission(self, request, view) -> bool:
-        caller_of(request)
+        if not caller_of(request).scopes & API_SCOPES:
+            raise InsufficientScope("public")
         return True
 
 
