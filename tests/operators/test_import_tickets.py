@@ -11,6 +11,7 @@ from events.models import TicketType
 from tests.factories import EventFactory, TicketTypeFactory
 from tests.task_support import run_due_tasks
 from tickets.models import Ticket
+from tickets.services.import_upload import tickets_import_text
 
 HEADER = "firstname,lastname,email,phone,ticket_type,external_id,reference_code\n"
 
@@ -438,3 +439,28 @@ def test_import_commits_in_batches_and_a_bad_row_is_never_written(
     ]
     regular.refresh_from_db()
     assert regular.sold_count == 6  # the rejected row claimed no place
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("dry_run", [True, False], ids=["preview", "import"])
+def test_the_admin_import_refuses_control_characters_by_line_and_field(
+    event, regular, member, dry_run
+):
+    """The admin's upload goes through the same row checks as the command."""
+    text = (
+        HEADER
+        + "Ok,One,ok1@example.com,0812345678,Regular,,\n"  # line 2
+        + '"Evil\r\nBcc: x@evil.example",Two,e@example.com,0812345678,Regular,,\n'  # lines 3-4
+        + "Ok,Three,ok3@example.com,0812345678,Regular,,\n"  # line 5
+    )
+
+    report = tickets_import_text(event=event, text=text, user=member, notify=False, dry_run=dry_run)
+
+    assert (report.created, report.existing, report.rejected) == (2, 0, 1)
+    assert [(o.line, o.status, o.reason) for o in report.outcomes] == [
+        (2, "created", ""),
+        (3, "rejected", "firstname: Must not contain control characters or line breaks."),
+        (5, "created", ""),
+    ]
+    saved = [] if dry_run else ["ok1@example.com", "ok3@example.com"]
+    assert sorted(Ticket.objects.values_list("email", flat=True)) == saved
