@@ -144,9 +144,10 @@ class Ticket(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     # The sync feed's position (CONTRACT §11). Database triggers set both on every insert and
-    # update of the row, and when its check-in types change, whatever path made the change
-    # (migration 0005); the values written from Python are ignored. `change_xid` is the
-    # writing transaction's id on PostgreSQL (0 on SQLite), `change_seq` a counter.
+    # update of the row, when its check-in types change (migration 0005) and when its order's
+    # payment state changes (0011), whatever path made the change; the values written from
+    # Python are ignored. `change_xid` is the writing transaction's id on PostgreSQL (0 on
+    # SQLite), `change_seq` a counter.
     change_xid = models.BigIntegerField(default=0, editable=False)
     change_seq = models.BigIntegerField(default=0, editable=False)
 

@@ -1,9 +1,10 @@
 """The scanner apps' reads: the sync feed of an event's tickets (CONTRACT §11).
 
 Every change of a ticket gives it a new feed position, set by database triggers (migration
-0005): `change_seq`, from a sequence, and on PostgreSQL `change_xid`, the id of the transaction
-that wrote it. The feed returns tickets in (change_xid, change_seq) order after the client's
-cursor, and the cursor is that position, signed and bound to the event.
+0005; 0011 counts a change of its order's payment state as one): `change_seq`, from a
+sequence, and on PostgreSQL `change_xid`, the id of the transaction that wrote it. The feed
+returns tickets in (change_xid, change_seq) order after the client's cursor, and the cursor is
+that position, signed and bound to the event.
 
 Why positions alone would miss changes: numbers are taken when a transaction writes, but rows
 become visible when it commits. A transaction that took seq 10 and commits after a reader has
@@ -31,7 +32,7 @@ from django.db.models.expressions import RawSQL
 
 from ticketing.api.exceptions import InvalidParameters
 
-from .models import Ticket, TicketCheckIn
+from .models import Order, Ticket, TicketCheckIn
 
 SYNC_LIMIT_MAX = 1000
 SYNC_LIMIT_DEFAULT = 500
@@ -71,6 +72,7 @@ class ScannerTicketRow:
     reference_code: str
     nfc_uid: str | None
     status: str
+    order_paid: bool
     ticket_type_id: int
     ticket_type_name: str
     firstname: str
@@ -80,13 +82,16 @@ class ScannerTicketRow:
     checked_in_type_ids: list[int]
 
     @classmethod
-    def of(cls, ticket: Ticket, checked_in_type_ids: list[int]) -> ScannerTicketRow:
+    def of(
+        cls, ticket: Ticket, checked_in_type_ids: list[int], *, order_paid: bool
+    ) -> ScannerTicketRow:
         """From a ticket loaded with its ticket type."""
         return cls(
             ticket.id,
             ticket.reference_code,
             ticket.nfc_uid,
             ticket.status,
+            order_paid,
             ticket.ticket_type_id,
             ticket.ticket_type.name,
             ticket.firstname,
@@ -138,6 +143,7 @@ _FIELDS = (
     "reference_code",
     "nfc_uid",
     "status",
+    "order__status",
     "ticket_type_id",
     "ticket_type__name",
     "firstname",
@@ -152,7 +158,8 @@ _FIELDS = (
 def event_tickets_sync(*, event_id: int, after: FeedPosition, limit: int) -> FeedPage:
     """The event's tickets changed after `after`, in change order, at most `limit`.
 
-    Three statements: the horizon (PostgreSQL), the page, and the page's check-in types.
+    Three statements: the horizon (PostgreSQL), the page (with each ticket's type and order),
+    and the page's check-in types.
     """
     horizon = _horizon()  # before the page: its rows below the horizon are then all visible
     table = Ticket._meta.db_table
@@ -176,7 +183,10 @@ def event_tickets_sync(*, event_id: int, after: FeedPosition, limit: int) -> Fee
         )
         for ticket_id, type_id in check_ins:
             types.setdefault(ticket_id, []).append(type_id)
-    tickets = [ScannerTicketRow(*row[:10], types.get(row[0], [])) for row in rows]
+    tickets = [
+        ScannerTicketRow(*row[:4], row[4] == Order.Status.PAID, *row[5:11], types.get(row[0], []))
+        for row in rows
+    ]
     has_more = len(rows) == limit
     position = FeedPosition(rows[-1][-2], rows[-1][-1]) if rows else after
     if not has_more and horizon is not None:

@@ -260,15 +260,19 @@ class TicketCreateResultSerializer(serializers.Serializer):
 
 
 class ScannerTicketSerializer(serializers.Serializer):
-    """A ticket as a scanner keeps it offline; reads a `ScannerTicketRow`.
+    """A ticket as a scanner keeps it to admit people offline: admit only a ticket whose
+    `status` is `active` and whose `order_paid` is true."""
 
-    `to_representation` builds the dict directly: a full sync renders every ticket of the event.
-    """
+    # Reads a `ScannerTicketRow`. `to_representation` builds the dict directly: a full sync
+    # renders every ticket of the event.
 
     id = Int32Field()
     reference_code = serializers.CharField()
     nfc_uid = serializers.CharField(allow_null=True)
     status = serializers.ChoiceField(choices=Ticket.Status.choices)
+    order_paid = serializers.BooleanField(
+        help_text="True when the ticket's order is paid: only then may the ticket be admitted."
+    )
     ticket_type_id = Int32Field()
     ticket_type_name = serializers.CharField()
     firstname = serializers.CharField(allow_null=True)
@@ -283,6 +287,7 @@ class ScannerTicketSerializer(serializers.Serializer):
             "reference_code": row.reference_code,
             "nfc_uid": row.nfc_uid,
             "status": row.status,
+            "order_paid": row.order_paid,
             "ticket_type_id": row.ticket_type_id,
             "ticket_type_name": row.ticket_type_name,
             "firstname": row.firstname or None,
@@ -315,6 +320,7 @@ _NULLABLE_SCANNER_TICKET = {
         "reference_code": _text(),
         "nfc_uid": _text(nullable=True),
         "status": _text(enum=Ticket.Status.values),
+        "order_paid": {"type": "boolean"},
         "ticket_type_id": {"type": "integer"},
         "ticket_type_name": _text(),
         "firstname": _text(nullable=True),

@@ -1,6 +1,6 @@
 """Helpers of the scanner tests: URLs, following the sync feed, the feed's view of the database."""
 
-from tickets.models import Ticket, TicketCheckIn
+from tickets.models import Order, Ticket, TicketCheckIn
 
 
 def event_url(event) -> str:
@@ -48,8 +48,15 @@ def scanner_view(event) -> dict:
     ):
         types.setdefault(ticket_id, []).append(type_id)
     return {
-        t.id: (t.status, t.firstname or None, t.nfc_uid, t.ticket_type.name, types.get(t.id, []))
-        for t in Ticket.objects.filter(event=event).select_related("ticket_type")
+        t.id: (
+            t.status,
+            t.order.status == Order.Status.PAID,
+            t.firstname or None,
+            t.nfc_uid,
+            t.ticket_type.name,
+            types.get(t.id, []),
+        )
+        for t in Ticket.objects.filter(event=event).select_related("order", "ticket_type")
     }
 
 
@@ -58,6 +65,7 @@ def copy_view(copy: dict) -> dict:
     return {
         r["id"]: (
             r["status"],
+            r["order_paid"],
             r["firstname"],
             r["nfc_uid"],
             r["ticket_type_name"],

@@ -53,6 +53,7 @@ def test_batch_applies_scans_in_order_by_id_code_and_tag(client, event, ticket_t
         "reference_code": by_id.reference_code,
         "nfc_uid": None,
         "status": "used",
+        "order_paid": True,
         "ticket_type_id": ticket_type.id,
         "ticket_type_name": "Regular",
         "firstname": by_id.firstname,

@@ -3,6 +3,7 @@
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from events.models import TicketType
 from tests.factories import (
@@ -12,7 +13,7 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
-from tickets.models import Ticket, TicketCheckIn
+from tickets.models import Order, Ticket, TicketCheckIn
 from tickets.services.common import Actor
 from tickets.services.revoking import order_cancel
 
@@ -37,6 +38,7 @@ def test_sync_of_every_ticket_then_an_empty_delta(client, event, ticket_type):
         "reference_code": first.reference_code,
         "nfc_uid": None,
         "status": "active",
+        "order_paid": True,
         "ticket_type_id": ticket_type.id,
         "ticket_type_name": "Regular",
         "firstname": first.firstname,
@@ -186,3 +188,95 @@ def test_sync_page_costs_the_same_statements_for_1_and_many_tickets(client, even
     assert statements() == one
     # The event, the horizon (PostgreSQL), the page, its check-ins.
     assert one == (4 if connection.vendor == "postgresql" else 3)
+
+
+def test_sync_order_paid_is_the_orders_payment_state(client, event, ticket_type, member):
+    paid, pending, cancelled = (
+        TicketFactory(
+            event=event, ticket_type=ticket_type, order=OrderFactory(event=event, status=s)
+        )
+        for s in (Order.Status.PAID, Order.Status.PENDING, Order.Status.PENDING)
+    )
+    order_cancel(order_id=cancelled.order_id, actor=Actor(user=member))
+
+    copy: dict = {}
+    follow(client, event, copy)
+
+    assert {i: (r["status"], r["order_paid"]) for i, r in copy.items()} == {
+        paid.id: ("active", True),
+        pending.id: ("active", False),
+        cancelled.id: ("revoked", False),
+    }
+
+
+def _pay(order):
+    order.status, order.paid_at = Order.Status.PAID, timezone.now()
+    order.save()
+
+
+def _pay_by_update(order):
+    Order.objects.filter(pk=order.pk).update(status=Order.Status.PAID, paid_at=timezone.now())
+
+
+def _pay_by_sql(order):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE orders_order SET status = 'paid', paid_at = %s WHERE id = %s",
+            [timezone.now(), order.pk],
+        )
+
+
+def _back_to_pending(order):
+    Order.objects.filter(pk=order.pk).update(status=Order.Status.PENDING, paid_at=None)
+
+
+@pytest.mark.parametrize(
+    "change, paid_before, order_paid",
+    [
+        (_pay, False, True),
+        (_pay_by_update, False, True),
+        (_pay_by_sql, False, True),
+        (_back_to_pending, True, False),
+    ],
+    ids=["save", "update", "raw sql", "back to pending"],
+)
+def test_sync_payment_change_brings_the_orders_tickets_again(
+    client, event, ticket_type, change, paid_before, order_paid
+):
+    status = Order.Status.PAID if paid_before else Order.Status.PENDING
+    order = OrderFactory(event=event, status=status)
+    mine = [TicketFactory(event=event, ticket_type=ticket_type, order=order) for _ in range(2)]
+    TicketFactory(event=event, ticket_type=ticket_type)  # another order's: stays put
+    cursor = follow(client, event, {})
+
+    change(order)
+    delta: dict = {}
+    follow(client, event, delta, cursor)
+
+    assert {i: r["order_paid"] for i, r in delta.items()} == {t.id: order_paid for t in mine}
+
+
+def test_sync_order_edit_that_keeps_its_payment_state_moves_no_ticket(client, event, ticket_type):
+    order = OrderFactory(event=event)
+    TicketFactory(event=event, ticket_type=ticket_type, order=order)
+    cursor = follow(client, event, {})
+
+    Order.objects.filter(pk=order.pk).update(buyer_firstname="Edited")
+
+    assert sync_page(client, event, cursor)["tickets"] == []
+
+
+def test_sync_cancelled_order_brings_its_tickets_again_unpaid(client, event, ticket_type, member):
+    order = OrderFactory(event=event)
+    tickets = [TicketFactory(event=event, ticket_type=ticket_type, order=order) for _ in range(2)]
+    Ticket.objects.filter(pk=tickets[1].pk).update(status=Ticket.Status.REVOKED)
+    cursor = follow(client, event, {})
+
+    order_cancel(order_id=order.pk, actor=Actor(user=member))
+    delta: dict = {}
+    follow(client, event, delta, cursor)
+
+    assert {i: (r["status"], r["order_paid"]) for i, r in delta.items()} == {
+        tickets[0].id: ("revoked", False),
+        tickets[1].id: ("revoked", False),  # revoked before: only its order changed
+    }

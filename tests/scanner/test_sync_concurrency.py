@@ -29,7 +29,13 @@ class Reader:
     def page(self) -> bool:
         page = event_tickets_sync(event_id=self.event.pk, after=self.after, limit=self.limit)
         for row in page.tickets:
-            self.copy[row.id] = (row.status, row.firstname, row.nfc_uid, row.checked_in_type_ids)
+            self.copy[row.id] = (
+                row.status,
+                row.order_paid,
+                row.firstname,
+                row.nfc_uid,
+                row.checked_in_type_ids,
+            )
         self.after = sync_cursor_load(event_id=self.event.pk, cursor=page.next_cursor)
         with self.changed:
             self.pages += 1
@@ -58,14 +64,14 @@ def database_view(event) -> dict[int, tuple]:
         for ticket_id, type_id in cursor.fetchall():
             types.setdefault(ticket_id, []).append(type_id)
     return {
-        t.id: (t.status, t.firstname, t.nfc_uid, types.get(t.id, []))
-        for t in Ticket.objects.filter(event=event)
+        t.id: (t.status, t.order.status == "paid", t.firstname, t.nfc_uid, types.get(t.id, []))
+        for t in Ticket.objects.filter(event=event).select_related("order")
     }
 
 
 def _change(cursor, rng: random.Random, ticket_id: int, type_ids: list[int]) -> None:
     """One random change of a ticket, by raw SQL as any path might."""
-    kind = rng.choice(["name", "use", "unuse", "tag", "type_in", "type_out"])
+    kind = rng.choice(["name", "use", "unuse", "tag", "type_in", "type_out", "payment"])
     if kind == "name":
         cursor.execute(
             "UPDATE tickets_ticket SET firstname = %s WHERE id = %s",
@@ -90,6 +96,13 @@ def _change(cursor, rng: random.Random, ticket_id: int, type_ids: list[int]) -> 
             "INSERT INTO tickets_ticketcheckin (ticket_id, check_in_type_id, used_at)"
             " VALUES (%s, %s, now()) ON CONFLICT DO NOTHING",
             [ticket_id, rng.choice(type_ids)],
+        )
+    elif kind == "payment":  # the ticket's order paid, or back to pending: its only ticket
+        cursor.execute(
+            "UPDATE orders_order SET paid_at = now(),"
+            " status = CASE WHEN status = 'paid' THEN 'pending' ELSE 'paid' END"
+            " WHERE id = (SELECT order_id FROM tickets_ticket WHERE id = %s)",
+            [ticket_id],
         )
     else:
         cursor.execute(
@@ -174,5 +187,5 @@ def test_sync_change_committed_late_by_a_transaction_that_took_an_earlier_number
     a_seq, b_seq = (Ticket.objects.get(pk=t.pk).change_seq for t in (a, b))
     assert a_seq < b_seq  # the hazard is real: A's number is below one already committed
     reader.drain()
-    assert (reader.copy[a.pk][1], reader.copy[b.pk][1]) == ("Late", "Early")
+    assert (reader.copy[a.pk][2], reader.copy[b.pk][2]) == ("Late", "Early")
     assert reader.copy == database_view(event)

@@ -6,7 +6,11 @@ scan's record (`ScanRecord`, unique by event and scan id) is written in that tra
 of two uploads of one scan, racing or not, the second's record collides, its transaction rolls
 back whatever it did, and it replays the first's result. A rejected scan keeps its error code
 in its record and, when the ticket is known, in an audit row, so staff see which tickets two
-offline gates both admitted.
+offline gates both admitted. In multiple mode each requested type that failed gets such a row
+with its own code, and a scan none of whose types succeeded is rejected: `ticket_already_used`
+(check-in) or `ticket_not_used` (renew) when some type failed for that reason, otherwise
+`invalid_parameters` (types unknown or not valid for the ticket type). A scan some of whose
+types succeeded was applied: its `error` is null, and its type results tell the rest.
 """
 
 from __future__ import annotations
@@ -21,12 +25,13 @@ from events.models import CheckInType, Event
 from ticketing.api.exceptions import ApplicationError, InvalidParameters
 from ticketing.db import atomic_retrying_once
 
-from ..models import CheckInLog, ScanRecord
+from ..exceptions import TicketAlreadyUsed, TicketNotUsed
+from ..models import CheckInLog, Order, ScanRecord
 from ..selectors_scanner import ScannerTicketRow, scanner_ticket_check_ins
 from ..serializers import ScannerTicketSerializer, TypeResultSerializer
 from .common import Actor
 from .gate import audit_row, ticket_check_in_at_gate, ticket_renew
-from .scans import GateInputs, GateResult, TicketKey
+from .scans import GateInputs, GateResult, TicketKey, TypeResult
 
 
 @dataclass(frozen=True)
@@ -119,31 +124,40 @@ def _apply(
     except ApplicationError as exc:
         ticket = getattr(exc, "ticket", None)
         if ticket is not None:
-            audit_row(
-                ticket,
-                action=scan.action,
-                at=scan.inputs.get("used_at") or timezone.now(),
-                actor=actor,
-                nfc_uid=scan.key.nfc_uid,
-                note=scan.inputs.get("note", ""),
-                scan_id=scan.id,
-                error=exc.code,
-            ).save()
+            _rejected_row(ticket, scan, actor, error=exc.code).save()
+        paid = ticket is not None and ticket.order.status == Order.Status.PAID
         result = {
             "id": scan.id,
             "success": False,
             "error": exc.code,
             "message": exc.message,
-            **_render(None, _row(ticket, multiple)),
+            **_render(None, _row(ticket, multiple, order_paid=paid)),
         }
     else:
         ticket = gate_result.ticket
+        failed = [
+            r for r in (*gate_result.check_in_results, *gate_result.renew_results) if not r.success
+        ]
+        if failed:
+            # In request order, after the rows of the types the gate admitted or renewed. An
+            # unknown type has no name, and no row to refer to.
+            CheckInLog.objects.bulk_create(
+                _rejected_row(
+                    ticket,
+                    scan,
+                    actor,
+                    error=r.code,
+                    type_id=r.check_in_type_id if r.check_in_type_name is not None else None,
+                )
+                for r in failed
+            )
         result = {
             "id": scan.id,
             "success": gate_result.success,
-            "error": None,
+            "error": _rejection(scan.action, gate_result, failed),
             "message": _message(scan.action, gate_result),
-            **_render(gate_result, _row(ticket, multiple)),
+            # The gate admits and renews only tickets of paid orders (rule ADMISSIBLE).
+            **_render(gate_result, _row(ticket, multiple, order_paid=True)),
         }
     ScanRecord.objects.create(
         event=event,
@@ -159,6 +173,21 @@ def _apply(
     return result
 
 
+def _rejected_row(ticket, scan: Scan, actor: Actor, *, error: str, type_id=None) -> CheckInLog:
+    """The audit row of a scan rejected for the ticket, or for one of its requested types."""
+    return audit_row(
+        ticket,
+        action=scan.action,
+        at=scan.inputs.get("used_at") or timezone.now(),
+        actor=actor,
+        nfc_uid=scan.key.nfc_uid,
+        note=scan.inputs.get("note", ""),
+        type_id=type_id,
+        scan_id=scan.id,
+        error=error,
+    )
+
+
 def _render(result: GateResult | None, row: ScannerTicketRow | None) -> dict[str, Any]:
     """The ticket and type results of a scan's result, JSON-ready (as stored and replayed)."""
     return {
@@ -172,14 +201,28 @@ def _render(result: GateResult | None, row: ScannerTicketRow | None) -> dict[str
     }
 
 
-def _row(ticket, multiple: bool) -> ScannerTicketRow | None:
+def _row(ticket, multiple: bool, *, order_paid: bool) -> ScannerTicketRow | None:
     if ticket is None:
         return None
-    return ScannerTicketRow.of(ticket, scanner_ticket_check_ins(ticket, multiple=multiple))
+    return ScannerTicketRow.of(
+        ticket, scanner_ticket_check_ins(ticket, multiple=multiple), order_paid=order_paid
+    )
+
+
+def _rejection(action: str, result: GateResult, failed: list[TypeResult]) -> str | None:
+    """The error code of a multiple-mode scan none of whose requested types succeeded; None
+    if one did (the scan was applied) or in simple mode (no types)."""
+    if not failed or len(failed) < len(result.check_in_results) + len(result.renew_results):
+        return None
+    state = TicketAlreadyUsed.code if action == CheckInLog.Action.CHECK_IN else TicketNotUsed.code
+    return state if any(r.code == state for r in failed) else InvalidParameters.code
 
 
 def _message(action: str, result: GateResult) -> str:
     done = "checked in" if action == CheckInLog.Action.CHECK_IN else "renewed"
+    ref = result.ticket.reference_code
     if result.success:
-        return f"Ticket {result.ticket.reference_code} {done}."
-    return f"Ticket {result.ticket.reference_code}: not every check-in type was {done}."
+        return f"Ticket {ref} {done}."
+    if any(r.success for r in (*result.check_in_results, *result.renew_results)):
+        return f"Ticket {ref}: not every check-in type was {done}."
+    return f"Ticket {ref}: no check-in type was {done}."

@@ -21,10 +21,11 @@ from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
 from events.selectors import event_get_for_organizer
+from ticketing.api.exceptions import InvalidParameters
 from ticketing.db import atomic_retrying_once, select_list
 from webhooks.services import webhook_wants
 
-from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
+from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketAlreadyUsed, TicketNotUsed
 from ..models import CheckInLog, Order, Ticket, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, simple_check_in_sql
 from ..selectors import (
@@ -237,14 +238,18 @@ def ticket_check_in(
     for type_id in check_in_type_ids:
         check_in_type = types.get(type_id)
         if check_in_type is None:
-            results.append(TypeResult(type_id, None, None, False, "Unknown check-in type"))
+            results.append(_unknown_type(type_id))
         elif check_in_type.admitted_at is not None:
             when = check_in_type.admitted_at
             error = f"Already checked in at {iso(when)}"
-            results.append(TypeResult(type_id, check_in_type.name, when, False, error))
+            results.append(
+                TypeResult(type_id, check_in_type.name, when, False, error, TicketAlreadyUsed.code)
+            )
         elif check_in_type.restricted and not check_in_type.valid_for_ticket:
             error = "Not valid for this ticket type"
-            results.append(TypeResult(type_id, check_in_type.name, None, False, error))
+            results.append(
+                TypeResult(type_id, check_in_type.name, None, False, error, InvalidParameters.code)
+            )
         else:
             check_in_type.admitted_at = at  # a repeat later in the same request is a duplicate
             admitted.append(check_in_type)
@@ -313,9 +318,12 @@ def ticket_renew(
     for type_id in requested:
         check_in_type = types.get(type_id)
         if check_in_type is None:
-            results.append(TypeResult(type_id, None, None, False, "Unknown check-in type"))
+            results.append(_unknown_type(type_id))
         elif check_in_type.admitted_at is None:
-            results.append(TypeResult(type_id, check_in_type.name, None, False, "Not checked in"))
+            error = "Not checked in"
+            results.append(
+                TypeResult(type_id, check_in_type.name, None, False, error, TicketNotUsed.code)
+            )
         else:
             check_in_type.admitted_at = None
             renewed.append(type_id)
@@ -336,6 +344,11 @@ def ticket_renew(
     if renewed or not remaining:
         _publish(event, ticket, Type.TICKET_RENEWED)
     return GateResult(ticket=ticket, check_in_results=[], renew_results=results)
+
+
+def _unknown_type(type_id: int) -> TypeResult:
+    # Not a type of this event: the request named it wrongly (CONTRACT §2, invalid_parameters).
+    return TypeResult(type_id, None, None, False, "Unknown check-in type", InvalidParameters.code)
 
 
 def _bind_nfc_uid(ticket: Ticket, nfc_uid: str | None, changed: list[str]) -> None:

@@ -21,7 +21,8 @@ class TypeResult:
     check_in_type_name: str | None
     used_at: datetime | None
     success: bool
-    error: str | None
+    error: str | None  # for people: why the type failed
+    code: str | None = None  # of a failure: the CONTRACT §2 code an upload records for it
 
 
 @dataclass(frozen=True)
