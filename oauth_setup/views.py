@@ -180,6 +180,13 @@ class IntrospectTokenView(OAuthEndpointMixin, dot_views.IntrospectTokenView):
     failed_statuses = frozenset({401, 403})  # DOT refuses an unauthenticated caller with 403
     caller = None
 
+    def dispatch(self, request, *args, **kwargs):
+        # An answer describes a live token (its scope, user, expiry): no cache may keep it
+        # (RFC 7662 §4), nor a refusal.
+        response = super().dispatch(request, *args, **kwargs)
+        response["Cache-Control"] = "no-store"
+        return response
+
     def authenticate_client(self, request):
         # As DOT's OAuthLibCore.authenticate_client, keeping the client it authenticated.
         core = self.get_oauthlib_core()

@@ -18,7 +18,7 @@ from django.dispatch import receiver
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
 
-from ticketing.logging import scrub_url
+from ticketing.logging import loggable_url
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
@@ -77,9 +77,8 @@ def _forget_request_id(**kwargs) -> None:
 
 
 def _log_request(request, status: int, elapsed: float) -> None:
-    # Decoded path (what was routed) and raw query, both without secrets or control characters.
-    query = request.META.get("QUERY_STRING", "")
-    path = scrub_url(request.path + (f"?{query}" if query else ""))
+    # The decoded path (what was routed) and the names of the query's parameters, not values.
+    path = loggable_url(request.path, request.META.get("QUERY_STRING", ""))
     request_logger.info(
         "%s %s %s",
         request.method,

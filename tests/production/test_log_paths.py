@@ -1,5 +1,6 @@
 """Tokens are scrubbed from every logged path and query however they are spelled (issue 12):
-an encoded name (`access%5Ftoken`), a token in the path, the same function for every log."""
+an encoded name (`access%5Ftoken`), a token in the path, the same function for every log. Of a
+query only the names are logged (issue 26)."""
 
 import io
 import json
@@ -48,30 +49,40 @@ def test_encoded_parameter_name_authenticates_and_is_scrubbed(client, applicatio
     text, entries = json_log()
     assert raw not in text
     line = _access_line(entries)
-    assert line["http_path"] == "/api/public/organizers?access%5Ftoken=[scrubbed]&page=1"
+    assert line["http_path"] == "/api/public/organizers?access%5Ftoken&page"
     assert line["message"] == f"GET {line['http_path']} 200"
 
 
 @pytest.mark.parametrize(
-    "requested, logged",
+    "requested, logged, django_logged",
     [
+        # An encoded `?`: the access line keeps it encoded; Django's line has the decoded path.
         (
             f"/api/public/me%3Faccess_token%3D{SECRET}",
-            "/api/public/me?access_token=[scrubbed]",
+            "/api/public/me%3Faccess_token",
+            "/api/public/me?access_token",
         ),
-        (f"/api/public/x/access_token={SECRET}", "/api/public/x/access_token=[scrubbed]"),
-        (f"/api/public/x;token={SECRET}/y", "/api/public/x;token=[scrubbed]"),
-        (f"/api/public/x/Access%5FToken%3D{SECRET}", "/api/public/x/Access_Token=[scrubbed]"),
+        (f"/api/public/x/access_token={SECRET}", "/api/public/x/access_token=[scrubbed]", None),
+        (f"/api/public/x;token={SECRET}/y", "/api/public/x;token=[scrubbed]", None),
+        (
+            f"/api/public/x/Access%5FToken%3D{SECRET}",
+            "/api/public/x/Access_Token=[scrubbed]",
+            None,
+        ),
     ],
 )
-def test_token_in_the_path_is_scrubbed_in_every_line(client, json_log, requested, logged):
+def test_token_in_the_path_is_scrubbed_in_every_line(
+    client, json_log, requested, logged, django_logged
+):
     assert client.get(requested).status_code in (401, 404)
     text, entries = json_log()
     assert SECRET not in text
     assert _access_line(entries)["http_path"] == logged
     # Django's own "Not Found: <path>" line of the same request.
     assert any(
-        logged in entry["message"] for entry in entries if entry["logger"] != "ticketing.request"
+        (django_logged or logged) in entry["message"]
+        for entry in entries
+        if entry["logger"] != "ticketing.request"
     )
 
 
@@ -79,7 +90,7 @@ def test_http_path_of_any_logger_is_scrubbed_by_the_formatter():
     record = logging.LogRecord("anything", logging.INFO, __file__, 1, "done", None, None)
     record.http_path = f"/x?access%5Ftoken={SECRET}"
     entry = json.loads(JsonFormatter().format(record))
-    assert entry["http_path"] == "/x?access%5Ftoken=[scrubbed]"
+    assert entry["http_path"] == "/x?access%5Ftoken"
 
 
 @pytest.mark.parametrize(
@@ -110,18 +121,18 @@ def test_server_access_lines_are_scrubbed_with_encoded_names(logger_name, args):
         logger.removeHandler(handler)
         logger.setLevel(old_level)
     assert SECRET not in stream.getvalue()
-    assert "token=[scrubbed]" in stream.getvalue()
+    assert "token HTTP/1.1" in stream.getvalue()
 
 
 @pytest.mark.parametrize(
     "url, expected",
     [
         (f"/cb?redirect_uri=https%3A%2F%2Fa%2Fcb%3Fcode%3D{SECRET}&state=1",
-         "/cb?redirect_uri=https://a/cb?code=[scrubbed]&state=1"),
-        (f"/x?access%255Ftoken={SECRET}", "/x?access%5Ftoken=[scrubbed]"),
-        ("/x?reference_code=ABC&token=", "/x?reference_code=ABC&token="),
-        ("/x%0Afake?page=1", "/x%0Afake?page=1"),
-        ("/x\nfake?page=1", "/x\\x0afake?page=1"),
+         "/cb?redirect_uri&state"),
+        (f"/x?access%255Ftoken={SECRET}", "/x?access%255Ftoken"),
+        ("/x?reference_code=ABC&token=", "/x?reference_code&token"),
+        ("/x%0Afake?page=1", "/x%0Afake?page"),
+        ("/x\nfake?page=1", "/x\\x0afake?page"),
     ],
 )  # fmt: skip
 def test_scrub_url(url, expected):

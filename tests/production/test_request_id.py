@@ -75,7 +75,7 @@ def test_access_line_is_json_with_request_id_and_no_token(client, json_log):
     assert line["level"] == "INFO"
     assert line["http_method"] == "GET"
     assert line["http_status"] == 404
-    assert line["http_path"] == "/api/public/no-such-thing?access_token=[scrubbed]&page=2"
+    assert line["http_path"] == "/api/public/no-such-thing?access_token&page"
     assert "SECRETTOKEN123" not in json.dumps(line)
     assert isinstance(line["duration_ms"], float)
 
