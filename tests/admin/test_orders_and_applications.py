@@ -215,3 +215,21 @@ def test_regenerate_secret_replaces_it(admin_client_a, world_a):
     secret = notice.split(": ", 1)[1].split(" — ")[0]
     assert world_a.application.client_secret != old_hash
     assert check_password(secret, world_a.application.client_secret)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["buyer_firstname", "buyer_lastname"])
+def test_order_form_refuses_a_control_character_in_a_buyer_name(admin_client_a, world_a, field):
+    url = reverse("admin:tickets_order_change", args=[world_a.order.pk])
+    data = change_form_data(admin_client_a.get(url))
+    before = data[field]
+    data[field] = "Anong\u2028Bcc"
+
+    response = admin_client_a.post(url, data)
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {
+        field: ["Must not contain control characters or line breaks."]
+    }
+    world_a.order.refresh_from_db()
+    assert getattr(world_a.order, field) == before

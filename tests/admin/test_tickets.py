@@ -320,3 +320,21 @@ def test_unpaid_order_ticket_check_in_reports_order_not_paid(staff_client, world
     response = _act(staff_client, "check_in", [ticket], index=0)
 
     assert messages_of(response) == ["1 not done: APEND01: The order of ticket APEND01 is pending."]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("field", ["firstname", "lastname"])
+def test_ticket_form_refuses_a_line_break_in_a_name(admin_client_a, world_a, field):
+    url = reverse("admin:tickets_ticket_change", args=[world_a.ticket.pk])
+    data = change_form_data(admin_client_a.get(url))
+    before = data[field]
+    data[field] = "Evil\r\nBcc: x@evil.example"
+
+    response = admin_client_a.post(url, data)
+
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors == {
+        field: ["Must not contain control characters or line breaks."]
+    }
+    world_a.ticket.refresh_from_db()
+    assert getattr(world_a.ticket, field) == before

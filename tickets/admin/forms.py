@@ -7,6 +7,7 @@ from events.models import CheckInType
 from organizers.admin_scoping import FormAnswerInline, ReadOnlyInline, person_with_account
 
 from ..models import CheckInLog, Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAnswer
+from ..names import person_name_validate
 from ..services.issuing import phone_to_e164
 
 # What a check-in history row shows after its action, on the ticket's page and in the history list.
@@ -22,6 +23,13 @@ CHECK_IN_LOG_COLUMNS = [
 # --- Forms ------------------------------------------------------------------------------------
 
 
+def _name_clean(form: forms.ModelForm, field: str) -> str:
+    try:
+        return person_name_validate(form.cleaned_data[field])
+    except ValueError as exc:
+        raise forms.ValidationError(str(exc)) from None
+
+
 class TicketForm(forms.ModelForm):
     """Holder details only: the lifecycle (status, check-ins, revocation) moves through the
     actions, which call the same services as the API."""
@@ -29,6 +37,12 @@ class TicketForm(forms.ModelForm):
     class Meta:
         model = Ticket
         fields = ["firstname", "lastname", "email", "phone", "nfc_uid"]
+
+    def clean_firstname(self):
+        return _name_clean(self, "firstname")
+
+    def clean_lastname(self):
+        return _name_clean(self, "lastname")
 
     def clean_phone(self):
         phone = self.cleaned_data["phone"].strip()
@@ -58,6 +72,12 @@ class OrderForm(forms.ModelForm):
     class Meta:
         model = Order
         fields = ["buyer_firstname", "buyer_lastname", "buyer_email"]
+
+    def clean_buyer_firstname(self):
+        return _name_clean(self, "buyer_firstname")
+
+    def clean_buyer_lastname(self):
+        return _name_clean(self, "buyer_lastname")
 
 
 class ActionNoteForm(forms.Form):
