@@ -1,10 +1,10 @@
 """How OAuth client secrets are stored: a hash suited to random, high-entropy secrets.
 
 A password hasher is slow on purpose (PBKDF2 with a million iterations: most of a second of
-CPU) because people choose guessable passwords. A client secret is 128 random characters
-(`oauthlib.common.generate_token`): no amount of hashing speed makes guessing it feasible, so
-a slow hash only made every client-credentials token cost that CPU, which any caller sending a
-client id could spend. `ClientSecretHasher` is PBKDF2-HMAC-SHA256 with one iteration, which
+CPU) because people choose guessable passwords. A client secret is generated (DOT's default:
+128 random letters and digits): no hashing speed makes guessing it feasible, so a slow hash
+only made every client-credentials token cost that CPU, which any caller sending a client id
+could spend. `ClientSecretHasher` is PBKDF2-HMAC-SHA256 with one iteration, which
 is a salted HMAC; it is DOT's `CLIENT_SECRET_HASHER`, listed in PASSWORD_HASHERS after the
 default, so people's passwords keep the slow one.
 
