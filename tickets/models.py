@@ -369,3 +369,19 @@ class TicketFormAnswer(models.Model):
 
     def __str__(self) -> str:
         return f"{self.field}: {self.value}"
+
+
+class ImportUpload(models.Model):
+    """A CSV file given to the admin's import, kept from its preview to its confirmation, which
+    names it by a signed id (`tickets.services.import_upload`): the browser sends the file once,
+    and a confirmation is a small request. Deleted when imported, or a day later."""
+
+    event = models.ForeignKey("events.Event", on_delete=models.CASCADE, related_name="+")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
+    )
+    data = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self) -> str:
+        return f"Import upload #{self.pk}"

@@ -242,7 +242,9 @@ def test_import_previews_then_creates_through_the_row_service(admin_client_a, wo
     assert "phone: Enter a valid phone number." in html
     assert not Ticket.objects.filter(external_id__isnull=False).exists()
 
-    done = admin_client_a.post(url, {"confirm": "1", "text": text, "notify": ""})
+    done = admin_client_a.post(
+        url, {"confirm": "1", "upload": preview.context["confirm_form"]["upload"].value()}
+    )
 
     assert done.status_code == 302
     ticket = Ticket.objects.get(external_id="crm-1")

@@ -1,14 +1,18 @@
 """Attendee import in the admin: upload a CSV, see what would be created and every rejected
 line, then confirm (`tickets.services.import_upload`: the row service of `import_tickets`, so
-the admin and the command accept and reject exactly the same rows). The confirmed run re-reads
-the same text (carried in the preview's form) and checks every row again.
+the admin and the command accept and reject exactly the same rows). The file stays on the
+server between the two; the confirmation posts only the signed id naming it, and the confirmed
+run reads the file again and checks every row again.
 """
 
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect
+from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.translation import gettext as _
@@ -19,11 +23,15 @@ from organizers.admin_scoping import can_manage
 from ticketing.api.exceptions import ApplicationError
 
 from ..services.csv_input import CsvUnreadable
-from ..services.import_upload import REPORT_ROWS, tickets_import_text, upload_decoded
+from ..services.import_upload import (
+    REPORT_ROWS,
+    UploadGone,
+    import_upload_keep,
+    import_upload_take,
+    tickets_import_text,
+    upload_decoded,
+)
 from .ticket_tools import event_id_param
-
-# An upload from a browser, read whole: larger files belong to `import_tickets`.
-MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 
 
 class UploadForm(forms.Form):
@@ -32,10 +40,25 @@ class UploadForm(forms.Form):
         label=gettext_lazy("Email each new ticket to its holder"), required=False
     )
 
+    def clean_file(self):
+        """Refuse a file over IMPORT_MAX_UPLOAD_BYTES by its size, before reading it: a
+        preview reads it whole, and larger files belong to `import_tickets`."""
+        upload = self.cleaned_data["file"]
+        limit = settings.IMPORT_MAX_UPLOAD_BYTES
+        if upload.size > limit:
+            raise ValidationError(
+                _(
+                    "The file is %(size)s; this page takes files up to %(limit)s. "
+                    "Import a larger file with manage.py import_tickets."
+                ),
+                code="too_large",
+                params={"size": filesizeformat(upload.size), "limit": filesizeformat(limit)},
+            )
+        return upload
+
 
 class ConfirmForm(forms.Form):
-    text = forms.CharField(widget=forms.HiddenInput, strip=False)
-    notify = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    upload = forms.CharField(widget=forms.HiddenInput, max_length=1000)
 
 
 class TicketImportMixin:
@@ -61,12 +84,11 @@ class TicketImportMixin:
             "title": _("Import attendees into %(event)s") % {"event": event.title},
             "event": event,
             "form": UploadForm(),
+            "max_upload_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
         }
         if request.method == "POST" and "confirm" in request.POST:
-            form = ConfirmForm(request.POST)
-            if form.is_valid():
-                return self._confirm(request, event, form.cleaned_data)
-        elif request.method == "POST":
+            return self._confirm(request, event, ConfirmForm(request.POST))
+        if request.method == "POST":
             form = UploadForm(request.POST, request.FILES)
             context["form"] = form
             if form.is_valid():
@@ -74,12 +96,9 @@ class TicketImportMixin:
         return TemplateResponse(request, "admin/tickets/ticket/import.html", context)
 
     def _preview(self, request, event, form) -> dict:
-        upload = form.cleaned_data["file"]
-        if upload.size > MAX_UPLOAD_BYTES:
-            form.add_error("file", _("The file is over 2 MB: use `manage.py import_tickets`."))
-            return {}
+        data = form.cleaned_data["file"].read()
         try:
-            text = upload_decoded(upload.read())
+            text = upload_decoded(data)
             report = tickets_import_text(
                 event=event,
                 text=text,
@@ -93,19 +112,27 @@ class TicketImportMixin:
         except ApplicationError as exc:
             form.add_error(None, exc.message)
             return {}
-        confirm = ConfirmForm(initial={"text": text, "notify": form.cleaned_data["notify"]})
+        signed_id = import_upload_keep(
+            event=event, user=request.user, data=data, notify=form.cleaned_data["notify"]
+        )
+        confirm = ConfirmForm(initial={"upload": signed_id})
         return {"report": report, "confirm_form": confirm, "preview_rows": REPORT_ROWS}
 
-    def _confirm(self, request, event, data):
+    def _confirm(self, request, event, form):
         try:
+            if not form.is_valid():
+                raise UploadGone
+            data, notify = import_upload_take(
+                signed_id=form.cleaned_data["upload"], event=event, user=request.user
+            )
             report = tickets_import_text(
                 event=event,
-                text=data["text"],
+                text=upload_decoded(data),
                 user=request.user,
-                notify=data["notify"],
+                notify=notify,
                 dry_run=False,
             )
-        except (CsvUnreadable, ApplicationError) as exc:
+        except (UploadGone, CsvUnreadable, ApplicationError) as exc:
             self.message_user(request, exc.message, level="error")
             return redirect(reverse("admin:tickets_ticket_import") + f"?event_id={event.pk}")
         self.message_user(

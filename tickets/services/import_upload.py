@@ -1,28 +1,49 @@
 """Importing an uploaded CSV text (the admin's import): a preview that writes nothing, then the
 import itself, both through `TicketImporter`, the row service of `import_tickets`.
 
-The preview runs the real import inside a transaction that is rolled back, so it sees quotas,
-taken codes and earlier imports exactly as the confirmed run will.
+The preview runs the import's checks (in a transaction that is rolled back, should a race send
+a batch down the row-by-row path), so it sees quotas, taken codes and earlier imports as the
+confirmed run will. Between the two, the file stays on the server (`ImportUpload`), named by a
+signed id that only its uploader can confirm, for its event and within the hour: a file of a
+few MB is sent once, not posted back with the confirmation.
 """
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
+from datetime import timedelta
 from itertools import islice
 
+from django.core import signing
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from accounts.models import User
 from events.models import Event
 
+from ..models import ImportUpload
 from .common import Actor
 from .csv_input import CsvUnreadable, csv_header, csv_lines, csv_rows
 from .importing import IMPORT_BATCH_ROWS, ImportRollback, RowOutcome, TicketImporter
 
 # Outcomes kept for the page beyond the rejected ones, which are all kept.
 REPORT_ROWS = 200
+# A preview can be confirmed for this long; its upload is deleted a day after it was made (by
+# the next upload, whoever makes it), or once imported.
+CONFIRM_WITHIN_SECONDS = 60 * 60
+KEEP_UPLOADS = timedelta(days=1)
+SIGNING_SALT = "tickets.import_upload"
+
+
+class UploadGone(Exception):
+    """The confirmation names no upload its user may import: the id is forged, expired, of
+    another user or event, or its upload was imported already."""
+
+    def __init__(self):
+        self.message = _("This preview has expired or is not yours: upload the file again.")
+        super().__init__(self.message)
 
 
 @dataclass
@@ -78,3 +99,36 @@ def tickets_import_text(
     except ImportRollback:
         pass
     return report
+
+
+def import_upload_keep(*, event: Event, user: User, data: bytes, notify: bool) -> str:
+    """Keep an upload for its confirmation; returns the signed id naming it, which only `user`
+    can confirm, for `event`. Uploads over a day old, anyone's, are deleted on the way."""
+    ImportUpload.objects.filter(created_at__lt=timezone.now() - KEEP_UPLOADS).delete()
+    upload = ImportUpload.objects.create(event=event, uploaded_by=user, data=data)
+    claim = {"upload": upload.pk, "user": user.pk, "event": event.pk, "notify": notify}
+    return signing.dumps(claim, salt=SIGNING_SALT)
+
+
+@transaction.atomic
+def import_upload_take(*, signed_id: str, event: Event, user: User) -> tuple[bytes, bool]:
+    """The file a preview kept, and whether to notify, removed so that it is imported once.
+
+    Raises: UploadGone.
+    Locks: the upload's row until commit: a second click waits, then finds it gone.
+    """
+    try:
+        claim = signing.loads(signed_id, salt=SIGNING_SALT, max_age=CONFIRM_WITHIN_SECONDS)
+    except signing.BadSignature:  # SignatureExpired too
+        raise UploadGone from None
+    if claim["user"] != user.pk or claim["event"] != event.pk:
+        raise UploadGone
+    upload = (
+        ImportUpload.objects.select_for_update()
+        .filter(pk=claim["upload"], uploaded_by=user, event=event)
+        .first()
+    )
+    if upload is None:
+        raise UploadGone
+    upload.delete()
+    return bytes(upload.data), claim["notify"]
