@@ -103,6 +103,41 @@ def test_race_creations_against_quantity_never_oversell(user_token, event):
     assert Ticket.objects.filter(ticket_type=ticket_type).count() == 3
 
 
+def test_race_hundred_creations_for_twenty_places_sell_exactly_twenty(user_token, event):
+    # 50 threads (each its own database connection, under the server's limit) send 2 each.
+    ticket_type = TicketTypeFactory(event=event, quantity=20, api_quota=None)
+
+    def create(i):
+        body = {"ticket_type_id": ticket_type.id, **HOLDER, "email": f"r{i}@example.com"}
+        client = client_for(user_token)
+        first = client.post(tickets_url(event), {**body, "external_id": f"RUSH-{i}-A"})
+        second = client.post(tickets_url(event), {**body, "external_id": f"RUSH-{i}-B"})
+        return _Both(first, second)
+
+    results = [pair for _, pairs in run_at_once(50, create) for pair in pairs]
+
+    assert sorted(status for status, _ in results) == [200] * 20 + [422] * 80
+    assert {body["error"] for status, body in results if status == 422} == {"quota_exceeded"}
+    assert [body["idempotent"] for status, body in results if status == 200] == [False] * 20
+    sold = Ticket.objects.filter(ticket_type=ticket_type).exclude(status=Ticket.Status.REVOKED)
+    assert sold.count() == 20
+    assert Order.objects.filter(event=event).count() == 20  # refused ones left nothing behind
+    ticket_type.refresh_from_db()
+    assert (ticket_type.sold_count, ticket_type.api_sold_count) == (20, 20)
+
+
+class _Both:
+    """Two responses as one result of `run_at_once`: (status, body) pairs."""
+
+    status_code = 200
+
+    def __init__(self, *responses):
+        self.responses = responses
+
+    def json(self):
+        return [(r.status_code, r.json()) for r in self.responses]
+
+
 def test_race_ten_creations_with_one_external_id_make_one_ticket(user_token, event, ticket_type):
     body = {"ticket_type_id": ticket_type.id, **HOLDER, "external_id": "PARTNER-1"}
     results = run_at_once(10, lambda i: client_for(user_token).post(tickets_url(event), body))

@@ -1,8 +1,10 @@
 """Issuing tickets: one ticket in a new paid external order, and the holder's email (CONTRACT §5).
 
-Capacity is claimed with the ticket type's conditional UPDATE (`ticket_type_claim_places`), and
-the unique constraints on `external_id` and `reference_code` are the last word on duplicates:
-a replay that loses the race to its twin answers with the winner's ticket.
+Capacity is claimed with the ticket type's conditional UPDATE (`ticket_type_claim_places`), the
+last statement before COMMIT: its row lock serialises every sale of the type, so it is held for
+one statement and a commit, not for the inserts. The unique constraints on `external_id` and
+`reference_code` are the last word on duplicates: a replay that loses the race to its twin
+answers with the winner's ticket.
 """
 
 from __future__ import annotations
@@ -158,7 +160,7 @@ def ticket_create(
 
     Raises: InvalidParameters, NotFound (ticket type), DuplicateExternalId,
     DuplicateReferenceCode, EventNotActive, QuotaExceeded.
-    Locks: the ticket type row, from the counter UPDATE until commit.
+    Locks: the ticket type row, from the counter UPDATE (the last statement) until commit.
     """
     holder = holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone)
     external_id = (external_id or "").strip() or None
@@ -174,12 +176,15 @@ def ticket_create(
         _replay, ticket_type_id=ticket_type.pk, holder=holder, reference_code=reference_code
     )
 
-    if external_id is not None:
-        existing = ticket_for_output(event_id=event.pk, external_id=external_id)
-        if existing is not None:
-            return replay(existing)
-    if event.effective_status != Event.Status.ACTIVE:
-        raise EventNotActive(f"Event '{event.title}' is {event.effective_status}.")
+    # A new `external_id` (the common case) needs no lookup: the unique constraint finds a
+    # replay on insert. A request that will be refused looks first, as a replay still answers.
+    refusal = _refusal(event=event, ticket_type=ticket_type, via_api=via_api)
+    if refusal is not None:
+        if external_id is not None:
+            existing = ticket_for_output(event_id=event.pk, external_id=external_id)
+            if existing is not None:
+                return replay(existing)
+        raise refusal
 
     for _ in range(_REFERENCE_CODE_DRAWS):
         try:
@@ -193,13 +198,16 @@ def ticket_create(
                 notify=not suppress_notifications,
             )
         except IntegrityError as exc:
-            if external_id is not None and violates(exc, "external_id"):
-                # Lost the race to an identical (or conflicting) request that has committed.
+            taken_code = violates(exc, "reference_code")
+            if external_id is not None and (taken_code or violates(exc, "external_id")):
+                # A replay, or lost the race to an identical (or conflicting) request; a replay
+                # with its own code may trip the code's constraint first.
                 existing = ticket_for_output(event_id=event.pk, external_id=external_id)
-                if existing is None:  # the winner rolled back after all: try again
+                if existing is not None:
+                    return replay(existing)
+                if not taken_code:  # the winner rolled back after all: try again
                     continue
-                return replay(existing)
-            if violates(exc, "reference_code"):
+            if taken_code:
                 if reference_code is not None:
                     raise DuplicateReferenceCode(
                         f"Reference code {reference_code} is taken in this event."
@@ -216,6 +224,22 @@ def ticket_create(
     raise DuplicateReferenceCode("Could not draw a free reference code; try again.")
 
 
+def _refusal(*, event: Event, ticket_type: TicketType, via_api: bool) -> Exception | None:
+    """Why the creation is refused before anything is written: the event is not active, or the
+    type (as just read) has no place left. A sold-out type then costs one read, not the inserts
+    and their rollback; a place a revocation frees after that read is the next request's."""
+    if event.effective_status != Event.Status.ACTIVE:
+        return EventNotActive(f"Event '{event.title}' is {event.effective_status}.")
+    full = ticket_type.sold_count >= ticket_type.quantity or (
+        via_api
+        and ticket_type.api_quota is not None
+        and ticket_type.api_sold_count >= ticket_type.api_quota
+    )
+    if full:
+        return QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
+    return None
+
+
 @atomic_retrying_once
 def _ticket_insert(
     *,
@@ -227,16 +251,15 @@ def _ticket_insert(
     via_api: bool,
     notify: bool,
 ) -> Ticket:
-    """Claim a place, then insert the order and the ticket, with its webhook event and (when
-    `notify`) its email task.
+    """Insert the order and the ticket, with its webhook event and (when `notify`) its email
+    task, then claim the place: last, so that the type's row lock, which every sale of the type
+    waits for, is held only from the claim to the commit. No place, and the transaction rolls
+    back with all it inserted.
 
     Raises: QuotaExceeded, IntegrityError (external_id or reference_code taken).
-    Locks: the ticket type row (the counter UPDATE) until commit.
+    Locks: the ticket type row (the counter UPDATE), from the last statement until commit.
     """
     now = timezone.now()
-    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
-        raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
-
     order = Order.objects.create(
         event_id=event.pk,
         status=Order.Status.PAID,
@@ -267,6 +290,8 @@ def _ticket_insert(
     ticket_event_record(organizer_id=event.organizer_id, ticket=ticket, type=Type.TICKET_CREATED)
     if notify:
         ticket_send_email(ticket_id=ticket.pk)
+    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
+        raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
     return ticket
 
 
