@@ -7,10 +7,15 @@ scanning, the check-ins and the counts are API calls made by its script.
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import JsonResponse
+from django.contrib.staticfiles import finders
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
@@ -35,10 +40,20 @@ CONTENT_SECURITY_POLICY = "; ".join(
         "img-src 'self' data: blob:",
         "media-src 'self' blob: mediastream:",
         "connect-src 'self'",
+        "worker-src 'self'",
+        "manifest-src 'self'",
         "form-action 'self'",
         "base-uri 'none'",
         "frame-ancestors 'none'",
     ]
+)
+
+
+# The files the page needs to open with no network, cached by its service worker at install.
+OFFLINE_ASSETS = (
+    "checkin_page/checkin.css",
+    "checkin_page/checkin.js",
+    "checkin_page/vendor/jsqr-1.4.0/jsQR.js",
 )
 
 
@@ -66,6 +81,16 @@ def _labels() -> dict[str, str]:
         "refused": _("Refused"),
         "offline": _("No connection"),
         "offline_detail": _("The scan was not sent. Check the network and scan again."),
+        "offline_mark": _("offline"),
+        "no_copy": _("No copy of this event on this device yet: connect once to load it."),
+        "up_to_date": _("Up to date (%(time)s)"),
+        "copying": _("Copying the event to this device: %(count)s tickets…"),
+        "copy_ready": _("%(count)s tickets on this device"),
+        "offline_since": _("Offline since %(time)s"),
+        "waiting": _("%(count)s scans waiting"),
+        "uploading": _("Uploading %(count)s scans…"),
+        "conflicts": _("Refused by the server after the fact"),
+        "session_later": _("Sign in again to upload the waiting scans."),
         "wait": _("Too many scans"),
         "undone": _("Check-in undone"),
         "undone_detail": _("%(name)s can be scanned again."),
@@ -107,6 +132,11 @@ def check_in_page(request):
         "last_check_in_url": reverse("checkin_page:last_check_in"),
         # Loaded only where the browser cannot read QR codes itself (BarcodeDetector).
         "decoder_url": static("checkin_page/vendor/jsqr-1.4.0/jsQR.js"),
+        "worker_url": reverse("checkin_page:worker"),
+        "worker_scope": reverse("checkin_page:page"),
+        "sync_limit": 1000,
+        # A scan waits this long for the API before the page decides it from its copy.
+        "online_timeout_ms": 2500,
         "time_zone": settings.TIME_ZONE,
         # The script writes times in the page's language and calendar, as the labels above.
         "locale": intl_locale(),
@@ -178,3 +208,30 @@ def last_check_in_view(request):
         return JsonResponse({"success": False, "error": "not_found"}, status=404)
     at = timezone.localtime(found["at"]).isoformat(timespec="seconds")
     return JsonResponse({"success": True, "at": at, "by": found["by"]})
+
+
+@never_cache
+@require_GET
+def service_worker(request):
+    """The page's service worker, from under /checkin/ so its scope covers the page.
+
+    No sign-in needed (the browser fetches it to update it, and it holds no data); its version
+    is a digest of the assets it caches, so a deploy that changes them installs a new worker
+    and a new cache.
+    """
+    digest = hashlib.sha256()
+    for name in OFFLINE_ASSETS:
+        with open(finders.find(name), "rb") as handle:
+            digest.update(handle.read())
+    body = render_to_string(
+        "checkin_page/worker.js",
+        {
+            "version": digest.hexdigest()[:16],
+            "page_url": json.dumps(reverse("checkin_page:page")),
+            "assets": json.dumps([static(name) for name in OFFLINE_ASSETS]),
+        },
+    )
+    response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
+    response["Content-Security-Policy"] = "default-src 'none'; connect-src 'self'"
+    response["Service-Worker-Allowed"] = reverse("checkin_page:page")
+    return response

@@ -4,6 +4,12 @@
  * The API token is minted for the signed-in user by this site (POST token_url) and renewed
  * before it expires, so the API's access rules (§3) apply to the page unchanged.
  * No framework, no build step, nothing from another site.
+ *
+ * Offline (§15, §11): a service worker keeps the page and its assets; the picked event is copied
+ * into IndexedDB from the sync feed and kept fresh by cursor; when the API does not answer within
+ * a short timeout, a scan is decided from that copy by the offline rules and queued with its own
+ * scan id; the queue is uploaded with the batch endpoint when the network returns, and a scan the
+ * server refuses after the fact is listed for staff.
  */
 (function () {
   "use strict";
@@ -18,6 +24,8 @@
     detail: $("result-detail"), undo: $("undo"), counts: $("counts"),
     manual: $("manual"), code: $("code"), toggle: $("camera-toggle"),
     cameraStatus: $("camera-status"), video: $("video"),
+    freshness: $("freshness"), conflicts: $("conflicts"), conflictList: $("conflict-list"),
+    conflictsClear: $("conflicts-clear"),
   };
 
   var token = null;          // {value, renewAt}
@@ -46,12 +54,44 @@
 
   var shown = 0;  // which result is on screen: a late answer must not rewrite a newer one
 
-  function show(kind, title, name, detail) {
+  function show(kind, title, name, detail, offline) {
     shown += 1;
-    els.result.className = "result result-" + kind;
-    els.title.textContent = title;
+    els.result.className = "result result-" + kind + (offline ? " result-offline" : "");
+    els.title.textContent = title + (offline ? " · " + L.offline_mark : "");
     els.name.textContent = name || "";
     els.detail.textContent = detail || "";
+    if (kind === "refused" && lastAdmission) {
+      // A later refusal: the undo button would otherwise point at someone long gone.
+      lastAdmission = null;
+      els.undo.hidden = true;
+    }
+    feedback(kind);
+  }
+
+  // --- sound and vibration: eyes on the queue, not on the screen -----------------------------
+
+  var audio = null;
+
+  function feedback(kind) {
+    var admitted = kind === "admitted" || kind === "undone";
+    if (kind !== "admitted" && kind !== "refused" && kind !== "used") return;
+    try {
+      if (navigator.vibrate) navigator.vibrate(admitted ? 80 : [200, 100, 200]);
+    } catch (e) { /* not on this device */ }
+    try {
+      var Context = window.AudioContext || window.webkitAudioContext;
+      if (!Context) return;
+      audio = audio || new Context();
+      if (audio.state === "suspended") audio.resume();
+      var tone = audio.createOscillator(), gain = audio.createGain(), now = audio.currentTime;
+      tone.type = admitted ? "sine" : "square";
+      tone.frequency.value = admitted ? 880 : 220;
+      gain.gain.setValueAtTime(0.2, now);
+      gain.gain.exponentialRampToValueAtTime(0.001, now + (admitted ? 0.15 : 0.45));
+      tone.connect(gain).connect(audio.destination);
+      tone.start(now);
+      tone.stop(now + (admitted ? 0.15 : 0.45));
+    } catch (e) { /* no sound: the colour still says it */ }
   }
 
   function holder(ticket) {
@@ -62,13 +102,23 @@
 
   var tokenRequest = null;
 
-  function freshToken() {
+  // A request that does not answer within `ms` counts as no network: at the door a slow
+  // answer is as bad as none.
+  function timedFetch(url, init, ms) {
+    if (!ms || !window.AbortController) return fetch(url, init);
+    var controller = new AbortController();
+    var timer = setTimeout(function () { controller.abort(); }, ms);
+    init.signal = controller.signal;
+    return fetch(url, init).finally(function () { clearTimeout(timer); });
+  }
+
+  function freshToken(ms) {
     if (token && Date.now() < token.renewAt) return Promise.resolve(token.value);
     if (tokenRequest) return tokenRequest;  // one request for all the calls that wait on it
-    tokenRequest = fetch(config.token_url, {
+    tokenRequest = timedFetch(config.token_url, {
       method: "POST", credentials: "same-origin", redirect: "manual",  // to the login page: signed out
       headers: { "X-CSRFToken": csrf, "Accept": "application/json" },
-    }).then(function (response) {
+    }, ms).then(function (response) {
       if (!response.ok) throw new Error("session");
       return response.json();
     }).then(function (body) {
@@ -79,18 +129,18 @@
     return tokenRequest;
   }
 
-  function api(method, path, body, retried) {
-    return freshToken().then(function (value) {
+  function api(method, path, body, retried, ms) {
+    return freshToken(ms).then(function (value) {
       var init = { method: method, headers: { "Authorization": "Bearer " + value, "Accept": "application/json" } };
       if (body) {
         init.headers["Content-Type"] = "application/json";
         init.body = JSON.stringify(body);
       }
-      return fetch(config.api + path, init);
+      return timedFetch(config.api + path, init, ms);
     }).then(function (response) {
       if (response.status === 401 && !retried) {
         token = null;  // revoked or expired early: one new token, one retry
-        return api(method, path, body, true);
+        return api(method, path, body, true, ms);
       }
       return response.json().then(function (data) {
         return { status: response.status, data: data, headers: response.headers };
@@ -117,16 +167,35 @@
     if (busy) return;
     busy = true;
     els.result.classList.add("result-busy");
-    api("POST", eventPath(event) + "/tickets/checkin", { reference_code: code, check_in_type_ids: typeIds(event) })
-      .then(function (r) { explain(r, code, event); })
+    var started = performance.now();
+    var done = function () {
+      busy = false;
+      els.result.classList.remove("result-busy");
+      refreshCounts();
+      syncSoon();
+    };
+    if (net.offline) {
+      decideOffline(event, code, started).then(done, done);
+      return;
+    }
+    // Admitted here while offline and not yet uploaded: the server does not know it yet.
+    var mine = pendingAdmits[admitKey(event.id, code, typeIds(event))];
+    if (mine) {
+      showUsedHere(code, mine);
+      done();
+      return;
+    }
+    api("POST", eventPath(event) + "/tickets/checkin",
+        { reference_code: code, check_in_type_ids: typeIds(event) }, false, config.online_timeout_ms)
+      .then(function (r) { markOnline(); explain(r, code, event); done(); })
       .catch(function (error) {
-        if (error && error.message === "session") show("refused", L.refused, "", L.session_over);
-        else show("refused", L.offline, code, L.offline_detail);
-      })
-      .then(function () {
-        busy = false;
-        els.result.classList.remove("result-busy");
-        refreshCounts();
+        if (error && error.message === "session") {
+          show("refused", L.refused, "", L.session_over);
+          done();
+          return;
+        }
+        markOffline();
+        decideOffline(event, code, started).then(done, done);
       });
   }
 
@@ -180,18 +249,452 @@
     var event = currentEvent(), last = lastAdmission;
     if (!event || !last || busy) return;
     busy = true;
-    api("POST", eventPath(event) + "/tickets/renew", { ticket_id: last.ticketId, check_in_type_ids: last.typeIds })
+    var done = function () { busy = false; refreshCounts(); syncSoon(); };
+    var undone = function (offline) {
+      lastAdmission = null;
+      els.undo.hidden = true;
+      show("undone", L.undone, last.name, fill(L.undone_detail, { name: last.name }), offline);
+    };
+    var offline = function () {
+      return undoOffline(event, last).then(function () { undone(true); }, function () {
+        show("refused", L.offline, last.name, L.offline_detail);
+      });
+    };
+    if (net.offline || last.offline) {
+      // An admission still in the queue is undone in the queue: a renew follows it, in order.
+      offline().then(done, done);
+      return;
+    }
+    api("POST", eventPath(event) + "/tickets/renew", { ticket_id: last.ticketId, check_in_type_ids: last.typeIds },
+        false, config.online_timeout_ms)
       .then(function (r) {
-        if (r.status === 200) {
-          lastAdmission = null;
-          els.undo.hidden = true;
-          show("undone", L.undone, last.name, fill(L.undone_detail, { name: last.name }));
-        } else {
-          show("refused", L.refused, last.name, r.data.message);
-        }
+        markOnline();
+        if (r.status === 200) undone(false);
+        else show("refused", L.refused, last.name, r.data.message);
+        done();
       })
-      .catch(function () { show("refused", L.offline, last.name, L.offline_detail); })
-      .then(function () { busy = false; refreshCounts(); });
+      .catch(function (error) {
+        if (error && error.message === "session") { show("refused", L.refused, "", L.session_over); done(); return; }
+        markOffline();
+        offline().then(done, done);
+      });
+  }
+
+  // --- the local copy and the queue (IndexedDB) ----------------------------------------------
+  //
+  // tickets: the sync feed's ScannerTickets, keyed [event_id, id], found by [event_id, code].
+  // feeds:   per event, the feed's cursor, whether the copy is complete, when it was last fresh.
+  // scans:   every scan decided offline, keyed by its scan id: "pending" (to upload), "done"
+  //          (the server took it), "conflict" (the server refused it), "local" (refused here,
+  //          never sent: sending it could admit on the server someone the gate turned away).
+
+  var DB_NAME = "checkin-page";
+  var dbOpening = null;
+
+  function db() {
+    if (dbOpening) return dbOpening;
+    dbOpening = new Promise(function (resolve, reject) {
+      var request = indexedDB.open(DB_NAME, 1);
+      request.onupgradeneeded = function () {
+        var d = request.result;
+        var tickets = d.createObjectStore("tickets", { keyPath: ["event_id", "id"] });
+        tickets.createIndex("code", ["event_id", "code"]);
+        d.createObjectStore("feeds", { keyPath: "event_id" });
+        var scans = d.createObjectStore("scans", { keyPath: "id" });
+        scans.createIndex("seq", "seq");
+      };
+      request.onsuccess = function () { resolve(request.result); };
+      request.onerror = function () { reject(request.error); };
+    });
+    return dbOpening;
+  }
+
+  function req(request) {
+    return new Promise(function (resolve, reject) {
+      request.onsuccess = function () { resolve(request.result); };
+      request.onerror = function () { reject(request.error); };
+    });
+  }
+
+  // Runs `work(stores)` in one transaction; resolves with its result once committed.
+  function transaction(names, mode, work) {
+    return db().then(function (d) {
+      return new Promise(function (resolve, reject) {
+        var tx = d.transaction(names, mode), stores = {}, result;
+        names.forEach(function (name) { stores[name] = tx.objectStore(name); });
+        Promise.resolve(work(stores)).then(function (value) { result = value; }, function (error) {
+          try { tx.abort(); } catch (e) { /* already over */ }
+          reject(error);
+        });
+        tx.oncomplete = function () { resolve(result); };
+        tx.onerror = tx.onabort = function () { reject(tx.error || new Error("aborted")); };
+      });
+    });
+  }
+
+  function allScans() {
+    return transaction(["scans"], "readonly", function (s) { return req(s.scans.index("seq").getAll()); });
+  }
+
+  var seqBase = Date.now() * 1000, seqNext = 0;
+
+  function scanId() {
+    if (window.crypto && crypto.randomUUID) return crypto.randomUUID();
+    var bytes = crypto.getRandomValues(new Uint8Array(16));
+    return Array.prototype.map.call(bytes, function (b) { return (b + 256).toString(16).slice(1); }).join("");
+  }
+
+  // --- network state ---------------------------------------------------------------------------
+
+  var OFFLINE_SINCE_KEY = "checkin.offlineSince";
+  var net = { offline: !navigator.onLine || !!localStorage.getItem(OFFLINE_SINCE_KEY) };
+  var state = { waiting: 0, copying: null, sessionOver: false };
+  var pendingAdmits = {};  // event|code|type -> used_at, for admissions queued and not yet uploaded
+  var clockFormat = new Intl.DateTimeFormat(config.locale, { timeZone: config.time_zone, timeStyle: "short" });
+
+  function markOffline() {
+    if (!localStorage.getItem(OFFLINE_SINCE_KEY)) localStorage.setItem(OFFLINE_SINCE_KEY, new Date().toISOString());
+    net.offline = true;
+    renderFreshness();
+  }
+
+  function markOnline() {
+    var was = net.offline;
+    net.offline = false;
+    localStorage.removeItem(OFFLINE_SINCE_KEY);
+    if (was) { renderFreshness(); syncSoon(); }
+  }
+
+  function admitKey(eventId, code, types) {
+    return eventId + "|" + code + "|" + (types ? types.join(",") : "");
+  }
+
+  // --- deciding offline (§11's rules for scanners) ----------------------------------------------
+
+  function decideOffline(event, code, started) {
+    var types = typeIds(event), typeId = types ? types[0] : null;
+    var usedAt = new Date().toISOString();
+    var outcome = null, record = null;
+    return transaction(["tickets", "feeds", "scans"], "readwrite", function (s) {
+      return Promise.all([
+        req(s.tickets.index("code").get([event.id, code])),
+        req(s.feeds.get(event.id)),
+      ]).then(function (found) {
+        var ticket = found[0], feed = found[1];
+        outcome = offlineRule(ticket, typeId);
+        record = {
+          id: scanId(), seq: seqBase + seqNext++, event_id: event.id, organizer_id: event.organizer_id,
+          action: "check_in", reference_code: code, ticket_id: ticket ? ticket.id : null,
+          check_in_type_ids: types || null, used_at: usedAt, name: holder(ticket),
+          ticket_type: ticket ? ticket.ticket_type_name : "", outcome: outcome.kind,
+          previous_used_at: outcome.usedAt || null, state: outcome.kind === "admitted" ? "pending" : "local",
+          complete_copy: !!(feed && feed.complete),
+        };
+        s.scans.put(record);
+        if (outcome.kind === "admitted") {
+          ticket.status = "used";
+          ticket.used_at = ticket.used_at || usedAt;
+          if (typeId && ticket.checked_in_type_ids.indexOf(typeId) < 0) ticket.checked_in_type_ids.push(typeId);
+          s.tickets.put(ticket);
+        }
+      });
+    }).then(function () {
+      if (record.state === "pending") {
+        pendingAdmits[admitKey(event.id, code, types)] = usedAt;
+        lastAdmission = { ticketId: record.ticket_id, name: record.name, typeIds: types, offline: true };
+        els.undo.textContent = L.undo + ": " + record.name;
+        els.undo.hidden = false;
+      }
+      showDecision(event, record, outcome);
+      els.result.dataset.decidedMs = (performance.now() - started).toFixed(1);
+      return refreshQueue();
+    });
+  }
+
+  function offlineRule(ticket, typeId) {
+    if (!ticket) return { kind: "not_found" };
+    if (ticket.status === "revoked") return { kind: "revoked" };
+    if (!ticket.order_paid) return { kind: "not_paid" };
+    if (typeId) {
+      // Multi mode: each check-in type is its own door; a ticket used at another type still enters.
+      if (ticket.checked_in_type_ids.indexOf(typeId) >= 0) return { kind: "used", usedAt: ticket.used_at };
+      return { kind: "admitted" };
+    }
+    if (ticket.status !== "active") return { kind: "used", usedAt: ticket.used_at };
+    return { kind: "admitted" };
+  }
+
+  function showDecision(event, record, outcome) {
+    var typeName = "";
+    if (record.check_in_type_ids) {
+      event.check_in_types.forEach(function (t) { if (t.id === record.check_in_type_ids[0]) typeName = t.name; });
+    }
+    var what = record.ticket_type + (typeName ? " · " + typeName : "");
+    if (outcome.kind === "admitted") show("admitted", L.admitted, record.name, what, true);
+    else if (outcome.kind === "used") {
+      var here = pendingAdmits[admitKey(event.id, record.reference_code, record.check_in_type_ids)];
+      show("used", L.already_used, record.name,
+           what + " · " + fill(L.used_at, { time: localTime(here || outcome.usedAt) }) +
+           (here ? " (" + L.by_this_device + ")" : ""), true);
+    } else if (outcome.kind === "revoked") show("refused", L.revoked, record.name, what, true);
+    else if (outcome.kind === "not_paid") show("refused", L.not_paid, record.name, what, true);
+    else {
+      var detail = fill(L.not_found_detail, { code: record.reference_code });
+      show("refused", L.not_found, record.reference_code, record.complete_copy ? detail : detail + " " + L.no_copy, true);
+    }
+  }
+
+  function showUsedHere(code, usedAt) {
+    show("used", L.already_used, code, fill(L.used_at, { time: localTime(usedAt) }) + " (" + L.by_this_device + ")", net.offline);
+  }
+
+  function undoOffline(event, last) {
+    var record = {
+      id: scanId(), seq: seqBase + seqNext++, event_id: event.id, organizer_id: event.organizer_id,
+      action: "renew", reference_code: null, ticket_id: last.ticketId, check_in_type_ids: last.typeIds || null,
+      used_at: new Date().toISOString(), name: last.name, ticket_type: "", outcome: "undone", state: "pending",
+    };
+    return transaction(["tickets", "scans"], "readwrite", function (s) {
+      s.scans.put(record);
+      return req(s.tickets.get([event.id, last.ticketId])).then(function (ticket) {
+        if (!ticket) return;
+        var typeId = last.typeIds ? last.typeIds[0] : null;
+        if (typeId) ticket.checked_in_type_ids = ticket.checked_in_type_ids.filter(function (t) { return t !== typeId; });
+        if (!typeId || !ticket.checked_in_type_ids.length) { ticket.status = "active"; ticket.used_at = null; }
+        s.tickets.put(ticket);
+        delete pendingAdmits[admitKey(event.id, ticket.reference_code.toUpperCase(), last.typeIds)];
+      });
+    }).then(refreshQueue);
+  }
+
+  // --- the queue: what waits, what the server refused -------------------------------------------
+
+  function refreshQueue() {
+    return allScans().then(function (scans) {
+      var event = currentEvent();
+      var waiting = 0, conflicts = [];
+      scans.forEach(function (scan) {
+        if (scan.state === "pending") waiting += 1;
+        if (scan.state === "conflict" && event && scan.event_id === event.id) conflicts.push(scan);
+      });
+      pendingAdmits = admittedStill(scans);
+      state.waiting = waiting;
+      renderConflicts(conflicts);
+      renderFreshness();
+    });
+  }
+
+  function admittedStill(scans) {
+    var open = {}, byTicket = {};
+    scans.forEach(function (scan) {
+      if (scan.state !== "pending") return;
+      if (scan.action === "check_in") {
+        var key = admitKey(scan.event_id, scan.reference_code, scan.check_in_type_ids);
+        open[key] = scan.used_at;
+        byTicket[scan.event_id + "|" + scan.ticket_id + "|" + (scan.check_in_type_ids || []).join(",")] = key;
+      } else {
+        var admitted = byTicket[scan.event_id + "|" + scan.ticket_id + "|" + (scan.check_in_type_ids || []).join(",")];
+        if (admitted) delete open[admitted];
+      }
+    });
+    return open;
+  }
+
+  function renderConflicts(conflicts) {
+    els.conflictList.textContent = "";
+    conflicts.slice().reverse().slice(0, 100).forEach(function (scan) {
+      var item = document.createElement("li");
+      var who = document.createElement("strong");
+      who.textContent = scan.name || scan.reference_code || "";
+      item.appendChild(who);
+      item.appendChild(document.createTextNode(
+        " · " + (scan.reason || scan.error) + " · " + (scan.reference_code || "") + " · " + localTime(scan.used_at)));
+      item.dataset.error = scan.error || "";
+      els.conflictList.appendChild(item);
+    });
+    els.conflicts.hidden = !conflicts.length;
+  }
+
+  function renderFreshness() {
+    var event = currentEvent(), parts = [], kind = "fresh";
+    if (!event) { els.freshness.hidden = true; return; }
+    var feed = feeds[event.id];
+    if (state.copying !== null) {
+      kind = "copying";
+      parts.push(fill(L.copying, { count: state.copying.toLocaleString(config.locale) }));
+    } else if (net.offline) {
+      kind = "offline";
+      var since = localStorage.getItem(OFFLINE_SINCE_KEY);
+      parts.push(fill(L.offline_since, { time: clockFormat.format(since ? new Date(since) : new Date()) }));
+    } else if (state.waiting) {
+      kind = "uploading";
+      parts.push(fill(L.uploading, { count: state.waiting }));
+    } else if (feed && feed.complete) {
+      parts.push(fill(L.up_to_date, { time: clockFormat.format(new Date(feed.synced_at)) }));
+    }
+    if (!feed || !feed.complete) { if (state.copying === null) { parts.push(L.no_copy); kind = kind === "fresh" ? "stale" : kind; } }
+    else if (state.copying === null) parts.push(fill(L.copy_ready, { count: feed.count.toLocaleString(config.locale) }));
+    if (net.offline || state.waiting) parts.push(fill(L.waiting, { count: state.waiting }));
+    if (state.sessionOver && state.waiting) parts.push(L.session_later);
+    els.freshness.textContent = parts.join(" · ");
+    els.freshness.className = "freshness freshness-" + kind;
+    els.freshness.dataset.waiting = String(state.waiting);
+    els.freshness.dataset.state = kind;
+    els.freshness.hidden = false;
+  }
+
+  // --- keeping the copy fresh: the sync feed, by cursor ------------------------------------------
+
+  var feeds = {};  // event id -> its feeds record, as last stored
+  var syncing = null;
+  var syncTimer = null;
+  var SYNC_EVERY_MS = 5000;
+
+  function loadFeed(event) {
+    return transaction(["feeds"], "readonly", function (s) { return req(s.feeds.get(event.id)); })
+      .then(function (feed) { if (feed) feeds[event.id] = feed; return feed; });
+  }
+
+  function syncEvent(event) {
+    var feed = feeds[event.id] || { event_id: event.id, cursor: null, complete: false, count: 0, synced_at: null };
+    var fetched = 0;
+    var page = function () {
+      var query = "?limit=" + config.sync_limit + (feed.cursor ? "&cursor=" + encodeURIComponent(feed.cursor) : "");
+      return api("GET", eventPath(event) + "/tickets/sync" + query, null, false, 30000).then(function (r) {
+        if (r.status !== 200) throw new Error("sync " + r.status);
+        var tickets = r.data.tickets;
+        return transaction(["tickets", "feeds"], "readwrite", function (s) {
+          var added = 0;
+          var puts = tickets.map(function (t) {
+            t.event_id = event.id;
+            t.code = String(t.reference_code).toUpperCase();
+            return req(s.tickets.get([event.id, t.id])).then(function (old) {
+              if (!old) added += 1;
+              s.tickets.put(t);
+            });
+          });
+          return Promise.all(puts).then(function () {
+            feed = {
+              event_id: event.id, cursor: r.data.next_cursor, count: feed.count + added,
+              complete: feed.complete || !r.data.has_more,
+              synced_at: r.data.has_more ? feed.synced_at : new Date().toISOString(),
+            };
+            s.feeds.put(feed);
+          });
+        }).then(function () {
+          feeds[event.id] = feed;
+          fetched += tickets.length;
+          if (!feed.complete || r.data.has_more) {
+            state.copying = feed.count;
+            renderFreshness();
+          }
+          markOnline();
+          return r.data.has_more ? page() : null;
+        });
+      });
+    };
+    return page().then(function () {
+      state.copying = null;
+      renderFreshness();
+      return fetched;
+    }, function (error) {
+      state.copying = null;
+      throw error;
+    });
+  }
+
+  // Upload what waits, then pull what changed; on no network, the page is offline until it works.
+  function refresh() {
+    var event = currentEvent();
+    if (syncing) return syncing;
+    syncing = upload().then(function () { return event ? syncEvent(event) : null; })
+      .then(function () { state.sessionOver = false; }, function (error) {
+        if (error && error.message === "session") state.sessionOver = true;
+        else if (!error || String(error.message).indexOf("sync ") !== 0) markOffline();
+      })
+      .then(function () { syncing = null; renderFreshness(); });
+    return syncing;
+  }
+
+  function syncSoon() {
+    clearTimeout(syncTimer);
+    syncTimer = setTimeout(loop, 300);
+  }
+
+  function loop() {
+    clearTimeout(syncTimer);
+    refresh().then(function () {
+      clearTimeout(syncTimer);
+      syncTimer = setTimeout(loop, SYNC_EVERY_MS);
+    });
+  }
+
+  // --- uploading the queue: the batch endpoint, in order, idempotent by scan id --------------------
+
+  var BATCH = 500;
+
+  function upload() {
+    return allScans().then(function (scans) {
+      var pending = scans.filter(function (scan) { return scan.state === "pending"; });
+      if (!pending.length) return null;
+      state.waiting = pending.length;
+      renderFreshness();
+      return uploadFrom(pending);
+    });
+  }
+
+  function uploadFrom(pending) {
+    if (!pending.length) return refreshQueue();
+    // One event per request, keeping the device's order.
+    var first = pending[0], chunk = [];
+    for (var i = 0; i < pending.length && chunk.length < BATCH; i++) {
+      if (pending[i].event_id !== first.event_id) break;
+      chunk.push(pending[i]);
+    }
+    var path = "/organizers/" + first.organizer_id + "/events/" + first.event_id + "/checkins";
+    var body = { scans: chunk.map(function (scan) {
+      var sent = { id: scan.id, action: scan.action, used_at: scan.used_at };
+      if (scan.action === "renew" || !scan.reference_code) sent.ticket_id = scan.ticket_id;
+      else sent.reference_code = scan.reference_code;
+      if (scan.check_in_type_ids) sent.check_in_type_ids = scan.check_in_type_ids;
+      return sent;
+    }) };
+    return api("POST", path, body, false, 60000).then(function (r) {
+      markOnline();
+      var results = {};
+      if (r.status === 200) {
+        r.data.results.forEach(function (result) { results[result.id] = result; });
+      } else if (r.status === 429 || r.status >= 500) {
+        throw new Error("later");
+      }
+      return transaction(["scans"], "readwrite", function (s) {
+        chunk.forEach(function (scan) {
+          var result = results[scan.id];
+          if (result && result.success) {
+            scan.state = "done";
+          } else {
+            // The server's answer wins: refused after the fact, listed for the door manager.
+            scan.state = "conflict";
+            scan.error = result ? result.error : r.data.error;
+            scan.reason = result ? result.message : r.data.message;
+            if (result && result.ticket) scan.name = holder(result.ticket) || scan.name;
+          }
+          s.scans.put(scan);
+        });
+      }).then(function () { return uploadFrom(pending.slice(chunk.length)); });
+    });
+  }
+
+  function clearConflicts() {
+    var event = currentEvent();
+    if (!event) return;
+    transaction(["scans"], "readwrite", function (s) {
+      return req(s.scans.getAll()).then(function (scans) {
+        scans.forEach(function (scan) {
+          if (scan.state === "conflict" && scan.event_id === event.id) { scan.state = "seen"; s.scans.put(scan); }
+        });
+      });
+    }).then(refreshQueue);
   }
 
   // --- counts (CONTRACT §12), shown only while the endpoint answers --------------------------
@@ -304,11 +807,14 @@
 
   // --- wiring -------------------------------------------------------------------------------
 
+  var EVENT_KEY = "checkin.event", TYPE_KEY = "checkin.type";
+
   function eventChosen() {
     var event = currentEvent();
     els.type.textContent = "";
     lastAdmission = null;
     els.undo.hidden = true;
+    localStorage.setItem(EVENT_KEY, event ? String(event.id) : "");
     if (event && event.check_in_types.length) {
       // No type is preselected: a gate says which one it is before its first scan.
       var placeholder = document.createElement("option");
@@ -321,20 +827,31 @@
         option.textContent = t.name;
         els.type.appendChild(option);
       });
+      // The gate's own type, kept across reloads (the same gate, the same door).
+      var kept = localStorage.getItem(TYPE_KEY);
+      if (kept && event.check_in_types.some(function (t) { return String(t.id) === kept; })) els.type.value = kept;
     }
     els.typeRow.hidden = !(event && event.check_in_types.length);
     clearInterval(statsTimer);
     refreshCounts();
+    refreshQueue();
     if (event) {
+      loadFeed(event).then(function () { renderFreshness(); loop(); }, loop);
       statsTimer = setInterval(refreshCounts, 20000);
       startCamera();
       els.code.focus();
+    } else {
+      renderFreshness();
     }
   }
 
   els.event.addEventListener("change", eventChosen);
-  els.type.addEventListener("change", refreshCounts);
+  els.type.addEventListener("change", function () {
+    localStorage.setItem(TYPE_KEY, els.type.value);
+    refreshCounts();
+  });
   els.undo.addEventListener("click", undo);
+  els.conflictsClear.addEventListener("click", clearConflicts);
   els.toggle.addEventListener("click", function () { if (stream) stopCamera(); else startCamera(); });
   // A USB or Bluetooth scanner types the code and presses Enter: the same as typing it.
   els.manual.addEventListener("submit", function (e) {
@@ -343,8 +860,23 @@
     els.code.value = "";
     els.code.focus();
   });
+  // The browser's word is a hint: "online" is tried at once, "offline" believed at once.
+  window.addEventListener("online", function () { loop(); });
+  window.addEventListener("offline", markOffline);
+  if (navigator.serviceWorker) {
+    navigator.serviceWorker.register(config.worker_url, { scope: config.worker_scope }).catch(function () {});
+  }
+
+  var keptEvent = localStorage.getItem(EVENT_KEY);
   if (config.events.length === 1) {
     els.event.value = String(config.events[0].id);
+  } else if (keptEvent && config.events.some(function (e) { return String(e.id) === keptEvent; })) {
+    els.event.value = keptEvent;
+  }
+  if (els.event.value) {
     eventChosen();
+  } else {
+    // No event picked yet: scans queued earlier still go up (on page load, as promised).
+    refreshQueue().then(loop);
   }
 })();
