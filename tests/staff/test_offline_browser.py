@@ -7,10 +7,13 @@ import re
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
+from oauth2_provider.models import AccessToken
 
-from checkin_page.services import page_token_issue
+from checkin_page.services import CLIENT_ID, page_token_issue
 from tests.factories import (
     EventFactory,
     MembershipFactory,
@@ -173,6 +176,14 @@ def test_offline_scans_are_decided_locally_kept_across_a_reload_and_uploaded(
             stored = page.evaluate(STORED_SCANS)
             not_sent = _outside(lambda: Ticket.objects.get(pk=valid[0].pk).status)
 
+            # Hours pass: the page's 15-minute token is long expired when the network returns.
+            _outside(
+                lambda: (
+                    AccessToken.objects.filter(application__client_id=CLIENT_ID)
+                    .exclude(token=gate_b.token)
+                    .update(expires=timezone.now() - timedelta(hours=3))
+                )
+            )
             context.set_offline(False)
             _fresh(page)
             expect(page.locator("#freshness")).to_contain_text("Up to date")

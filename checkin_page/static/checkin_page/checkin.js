@@ -555,48 +555,46 @@
       .then(function (feed) { if (feed) feeds[event.id] = feed; return feed; });
   }
 
+  // Pages are fetched one after another by cursor; each is stored while the next is on its way,
+  // and the cursor is stored with its page, so an interrupted copy resumes where it stopped.
   function syncEvent(event) {
     var feed = feeds[event.id] || { event_id: event.id, cursor: null, complete: false, count: 0, synced_at: null };
-    var fetched = 0;
-    var page = function () {
-      var query = "?limit=" + config.sync_limit + (feed.cursor ? "&cursor=" + encodeURIComponent(feed.cursor) : "");
-      return api("GET", eventPath(event) + "/tickets/sync" + query, null, false, 30000).then(function (r) {
-        if (r.status !== 200) throw new Error("sync " + r.status);
-        var tickets = r.data.tickets;
-        return transaction(["tickets", "feeds"], "readwrite", function (s) {
-          var added = 0;
-          var puts = tickets.map(function (t) {
-            t.event_id = event.id;
-            t.code = String(t.reference_code).toUpperCase();
-            return req(s.tickets.get([event.id, t.id])).then(function (old) {
-              if (!old) added += 1;
-              s.tickets.put(t);
-            });
-          });
-          return Promise.all(puts).then(function () {
-            feed = {
-              event_id: event.id, cursor: r.data.next_cursor, count: feed.count + added,
-              complete: feed.complete || !r.data.has_more,
-              synced_at: r.data.has_more ? feed.synced_at : new Date().toISOString(),
-            };
-            s.feeds.put(feed);
-          });
-        }).then(function () {
-          feeds[event.id] = feed;
-          fetched += tickets.length;
-          if (!feed.complete || r.data.has_more) {
-            state.copying = feed.count;
-            renderFreshness();
-          }
-          markOnline();
-          return r.data.has_more ? page() : null;
+    var stored = Promise.resolve();
+    var ofEvent = IDBKeyRange.bound([event.id, -Infinity], [event.id, Infinity]);
+    var store = function (data) {
+      return transaction(["tickets", "feeds"], "readwrite", function (s) {
+        data.tickets.forEach(function (t) {
+          t.event_id = event.id;
+          t.code = String(t.reference_code).toUpperCase();
+          s.tickets.put(t);
         });
+        return req(s.tickets.count(ofEvent)).then(function (count) {
+          feed = {
+            event_id: event.id, cursor: data.next_cursor, count: count,
+            complete: feed.complete || !data.has_more,
+            synced_at: data.has_more ? feed.synced_at : new Date().toISOString(),
+          };
+          s.feeds.put(feed);
+        });
+      }).then(function () {
+        feeds[event.id] = feed;
+        if (!feed.complete) { state.copying = feed.count; renderFreshness(); }
       });
     };
-    return page().then(function () {
+    var page = function (cursor) {
+      var query = "?limit=" + config.sync_limit + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+      return api("GET", eventPath(event) + "/tickets/sync" + query, null, false, 30000).then(function (r) {
+        if (r.status !== 200) throw new Error("sync " + r.status);
+        markOnline();
+        stored = stored.then(function () { return store(r.data); });
+        return r.data.has_more ? page(r.data.next_cursor) : stored;
+      });
+    };
+    return page(feed.cursor).then(function () {
+      return stored;
+    }).then(function () {
       state.copying = null;
       renderFreshness();
-      return fetched;
     }, function (error) {
       state.copying = null;
       throw error;
