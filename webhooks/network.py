@@ -3,20 +3,24 @@
 A URL is checked when it is registered and again before every attempt, after DNS resolution,
 and the connection goes to the address that was checked (the Host header and TLS name stay the
 URL's host), so a name that resolves to a public address for the check and to a private one a
-moment later (DNS rebinding) still reaches only the checked address.
+moment later (DNS rebinding) still reaches only the checked address. The POST goes through
+httpx, over an httpcore pool whose every connection is opened by `_PinnedBackend`: to the
+checked address only, held to the check's rules.
 """
 
 import functools
-import http.client
 import ipaddress
-import select
 import socket
 import ssl
 import threading
+import time
 import unicodedata
-from collections import OrderedDict
 from dataclasses import dataclass
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from urllib.parse import quote, urlsplit
+
+import httpcore
+import httpx
 
 from .exceptions import WebhookUrlRefused
 
@@ -99,20 +103,22 @@ _REQUEST_LINE_SAFE = "".join(chr(c) for c in range(0x21, 0x7F))
 def _hostile_character(url: str) -> bool:
     """Whitespace, control, format or line-separator characters, anywhere: urlsplit silently
     drops tab, CR and LF and strips leading C0 controls and spaces (so the URL used would not be
-    the one shown), http.client refuses a request line with the others, and none belongs in a
+    the one shown), the HTTP client refuses a request line with the others, and none belongs in a
     URL raw (percent-encoded, they are the receiver's data and stay as sent)."""
     return any(unicodedata.category(char) in _HOSTILE_CATEGORIES for char in url)
 
 
 @dataclass(frozen=True)
 class Target:
-    """A checked URL: where to connect (`address`) and what to ask for."""
+    """A checked URL: where to connect (`address`) and what to ask for, and whether it was
+    checked with private addresses allowed (the connection is held to the same rules)."""
 
     scheme: str
     host: str
     port: int
     path: str
     address: str
+    allow_private: bool = False
 
 
 def target_check(url: str, *, allow_private: bool) -> Target:
@@ -153,137 +159,235 @@ def target_check(url: str, *, allow_private: bool) -> Target:
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
-    # Beyond ASCII, as UTF-8 escapes, as a browser sends it: http.client sends ASCII only.
+    # Beyond ASCII, as UTF-8 escapes, as a browser sends it: the request line is ASCII.
     path = quote(path, safe=_REQUEST_LINE_SAFE)
-    return Target(parts.scheme, parts.hostname, port, path, addresses[0])
+    return Target(parts.scheme, parts.hostname, port, path, addresses[0], allow_private)
 
 
 class DeliveryError(Exception):
     """No HTTP answer: refused, timed out, TLS failed, or not HTTP."""
 
 
-def _connect(address: str, port: int, timeout: float) -> socket.socket:
-    """A TCP connection to the checked address, without Nagle's delay (as http.client's own):
-    a kept-alive connection's next request would otherwise wait for the receiver's delayed ACK."""
-    sock = socket.create_connection((address, port), timeout)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
-
-
-class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, target: Target, timeout: float):
-        super().__init__(target.host, target.port, timeout=timeout)
-        self._address = target.address
-
-    def connect(self):
-        self.sock = _connect(self._address, self.port, self.timeout)
-
-
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, target: Target, timeout: float):
-        super().__init__(target.host, target.port, timeout=timeout, context=_tls_context())
-        self._address = target.address
-
-    def connect(self):
-        sock = _connect(self._address, self.port, self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+# Keep-alive: each sending thread has a client whose pool keeps its idle connections, one per
+# URL origin (scheme, host, port), so a receiver that keeps them open costs a TCP (and TLS)
+# handshake once, not per POST. The target is still checked before every attempt; a connection
+# is opened only to the address checked for the attempt that opens it. An idle connection is
+# closed after IDLE_SECONDS, or as soon as the receiver has closed it.
+MAX_IDLE_CONNECTIONS = 32
+IDLE_SECONDS = 60
+_threads = threading.local()
 
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
-    """One context for every connection: loading the CA certificates costs more than a POST."""
+    """One context for every client: loading the CA certificates costs more than a POST. The
+    system's CA certificates, as `ssl` loads them (not httpx's bundled ones)."""
     return ssl.create_default_context()
 
 
-# Keep-alive: each sending thread keeps its open connections, one per pinned target (scheme,
-# checked address, port, host), so a receiver that keeps them open costs a TCP (and TLS)
-# handshake once, not per POST. The target is still checked before every attempt: a name that
-# now resolves elsewhere gets a connection of its own.
-MAX_IDLE_CONNECTIONS = 32
-_idle = threading.local()
+@dataclass
+class _Attempt:
+    """The POST under way on a thread: the only place a connection may be opened to (the
+    checked address, for the URL's host as the pool names it), and when it must be over."""
+
+    target: Target
+    host: str
+    deadline: float
+    connected: bool = False
+
+    def time_left(self, timeout: float | None, expired: type[httpcore.TimeoutException]) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise expired("the attempt's time is up")
+        return left if timeout is None else min(timeout, left)
 
 
-def _connections() -> OrderedDict:
-    if not hasattr(_idle, "connections"):
-        _idle.connections = OrderedDict()
-    return _idle.connections
+class _PinnedBackend(httpcore.SyncBackend):
+    """httpcore's sockets, opened only to the attempt's checked address (no DNS lookup here;
+    the URL's host stays the Host header and the TLS name), and only if the check's rules let
+    that address receive webhooks: a name that resolves elsewhere now (DNS rebinding) is not
+    looked up again, and a target made some other way is held to the rules too."""
+
+    def __init__(self):
+        self.attempt: _Attempt | None = None
+
+    def time_left(self, timeout, expired):
+        return timeout if self.attempt is None else self.attempt.time_left(timeout, expired)
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        attempt = self.attempt
+        if attempt is None or (host, port) != (attempt.host, attempt.target.port):
+            raise httpcore.ConnectError(f"{host}:{port} is not the checked target")
+        target = attempt.target
+        reason = None if target.allow_private else address_refusal(target.address)
+        if reason is not None:
+            raise WebhookUrlRefused(reason)
+        timeout = attempt.time_left(timeout, httpcore.ConnectTimeout)
+        stream = super().connect_tcp(target.address, port, timeout, local_address, socket_options)
+        attempt.connected = True
+        return _TimedStream(stream, self)
 
 
-def _dropped(connection: http.client.HTTPConnection) -> bool:
-    """Whether the peer closed an idle connection (or sent unasked-for bytes): it is readable."""
-    poller = select.poll()
-    poller.register(connection.sock, select.POLLIN)
-    return bool(poller.poll(0))
+class _TimedStream(httpcore.NetworkStream):
+    """A connection whose every wait ends by the deadline of the POST under way: the timeout
+    bounds the whole attempt, so a receiver trickling its answer gets no more time."""
+
+    def __init__(self, stream: httpcore.NetworkStream, backend: _PinnedBackend):
+        self._stream, self._backend = stream, backend
+
+    def read(self, max_bytes, timeout=None):
+        return self._stream.read(max_bytes, self._backend.time_left(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer, timeout=None):
+        self._stream.write(buffer, self._backend.time_left(timeout, httpcore.WriteTimeout))
+
+    def close(self):
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        timeout = self._backend.time_left(timeout, httpcore.ConnectTimeout)
+        return _TimedStream(
+            self._stream.start_tls(ssl_context, server_hostname, timeout), self._backend
+        )
+
+    def get_extra_info(self, info):
+        return self._stream.get_extra_info(info)
 
 
-def _idle_connection(key: tuple, timeout: float) -> http.client.HTTPConnection | None:
-    connection = _connections().pop(key, None)
-    if connection is None:
-        return None
-    if connection.sock is None or _dropped(connection):
-        connection.close()
-        return None
-    connection.timeout = timeout
-    connection.sock.settimeout(timeout)
-    return connection
+class _PinnedTransport(httpx.BaseTransport):
+    """httpx's transport API over an httpcore pool on `_PinnedBackend` (httpx's HTTPTransport
+    takes no network backend). The request line's target is the checked path as it is."""
+
+    def __init__(self):
+        self.backend = _PinnedBackend()
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=_tls_context(),
+            max_connections=MAX_IDLE_CONNECTIONS,
+            max_keepalive_connections=MAX_IDLE_CONNECTIONS,
+            keepalive_expiry=IDLE_SECONDS,
+            network_backend=self.backend,
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        response = self._pool.handle_request(
+            httpcore.Request(
+                method=request.method,
+                url=httpcore.URL(
+                    scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path
+                ),
+                headers=request.headers.raw,
+                content=request.stream,
+                extensions=request.extensions,
+            )
+        )
+        return httpx.Response(
+            response.status,
+            headers=response.headers,
+            stream=_Body(response.stream),
+            extensions=response.extensions,
+        )
+
+    def close(self):
+        self._pool.close()
+
+
+class _Body(httpx.SyncByteStream):
+    def __init__(self, stream):
+        self._stream = stream
+
+    def __iter__(self):
+        return iter(self._stream)
+
+    def close(self):
+        self._stream.close()
+
+
+def _client() -> tuple[httpx.Client, _PinnedBackend]:
+    """This thread's client: no redirects followed, nothing from the environment (proxies,
+    .netrc credentials), no cookie kept from one receiver's answer to the next POST, and no
+    compressed answer asked for (it is never decoded)."""
+    if not hasattr(_threads, "client"):
+        transport = _PinnedTransport()
+        _threads.backend = transport.backend
+        _threads.client = httpx.Client(
+            transport=transport,
+            follow_redirects=False,
+            trust_env=False,
+            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+            headers={"Accept-Encoding": "identity"},
+        )
+    return _threads.client, _threads.backend
 
 
 def post(target: Target, *, body: bytes, headers: dict[str, str], timeout: float) -> int:
-    """POST `body` to the checked target's address; the answer's status code.
+    """POST `body` to the checked target's address; the answer's status code. `timeout` bounds
+    the whole attempt: connecting, TLS, sending and reading the answer.
 
-    Over a kept-alive connection when this thread has one to the target. If that connection
-    turns out dropped (the receiver closed it while idle: reset, or closed before answering),
-    the POST is sent once more on a new connection. The receiver may then get it twice, if it
-    closed after reading it; it deduplicates by `webhook-id` (Standard Webhooks), as after any
-    retry, and the body and headers are the same bytes.
+    Over a kept-alive connection when this thread's client has one to the URL's origin. If that
+    connection turns out dropped (the receiver closed it while idle: reset, or closed before
+    answering), the POST is sent once more on a new connection. The receiver may then get it
+    twice, if it closed after reading it; it deduplicates by `webhook-id` (Standard Webhooks),
+    as after any retry, and the body and headers are the same bytes.
 
-    Raises: DeliveryError.
+    Raises: DeliveryError; WebhookUrlRefused if the checked address may not receive webhooks
+    under the check's rules (a target not made by `target_check`).
     """
-    key = (target.scheme, target.address, target.port, target.host)
+    client, backend = _client()
     try:
-        reused = _idle_connection(key, timeout)
-        if reused is not None:
-            try:
-                return _exchange(reused, key, target, body, headers)
-            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
-                pass  # dropped while idle: once more, on a new connection
-        connection_class = (
-            _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
-        )
-        return _exchange(connection_class(target, timeout), key, target, body, headers)
-    except TimeoutError:
+        url = httpx.URL(scheme=target.scheme, host=target.host, port=target.port)
+    except httpx.InvalidURL as exc:
+        raise DeliveryError(f"connection failed: {exc}") from None
+    request = client.build_request(
+        "POST",
+        url,
+        content=body,
+        headers=headers,
+        timeout=timeout,
+        extensions={"target": target.path.encode("ascii")},
+    )
+    attempt = _Attempt(target, url.raw_host.decode("ascii"), time.monotonic() + timeout)
+    backend.attempt = attempt
+    try:
+        try:
+            return _exchange(client, request)
+        except (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError):
+            if attempt.connected:
+                raise
+            return _exchange(client, request)  # dropped while idle: once more, on a new one
+    except httpcore.TimeoutException:
         raise DeliveryError(f"no answer within {timeout:g} s") from None
-    except ConnectionRefusedError:
-        raise DeliveryError("connection refused") from None
-    except ssl.SSLError as exc:
-        raise DeliveryError(f"TLS failed: {exc.reason or exc}") from None
-    except http.client.HTTPException as exc:
-        raise DeliveryError(f"not an HTTP answer ({exc.__class__.__name__})") from None
-    except OSError as exc:
-        raise DeliveryError(f"connection failed: {exc.strerror or exc}") from None
+    except httpcore.ProtocolError as exc:
+        raise DeliveryError(f"not an HTTP answer ({exc})") from None
+    except httpcore.NetworkError as exc:
+        cause = _os_error(exc)
+        if isinstance(cause, ConnectionRefusedError):
+            raise DeliveryError("connection refused") from None
+        if isinstance(cause, ssl.SSLError):
+            raise DeliveryError(f"TLS failed: {cause.reason or cause}") from None
+        raise DeliveryError(f"connection failed: {(cause and cause.strerror) or exc}") from None
+    finally:
+        backend.attempt = None
 
 
-def _exchange(
-    connection: http.client.HTTPConnection,
-    key: tuple,
-    target: Target,
-    body: bytes,
-    headers: dict[str, str],
-) -> int:
-    """One request and its answer. The connection is kept for the next POST if both ends may
-    reuse it (the whole answer read, no `Connection: close`), else closed."""
+def _exchange(client: httpx.Client, request: httpx.Request) -> int:
+    """One request and its answer, of which at most about MAX_RESPONSE_BYTES are read (only its
+    status matters). The connection is kept for the next POST if the whole answer was read and
+    both ends may reuse it, else closed."""
+    response = client.send(request, stream=True)
     try:
-        connection.request("POST", target.path, body=body, headers=headers)
-        response = connection.getresponse()
-        response.read(MAX_RESPONSE_BYTES)  # the receiver's answer is not kept; only its status
-    except BaseException:
-        connection.close()
-        raise
-    if response.isclosed() and not response.will_close and connection.sock is not None:
-        connections = _connections()
-        connections[key] = connection
-        while len(connections) > MAX_IDLE_CONNECTIONS:
-            connections.popitem(last=False)[1].close()
-    else:
-        connection.close()
-    return response.status
+        read = 0
+        for chunk in response.iter_raw():
+            read += len(chunk)
+            if read > MAX_RESPONSE_BYTES:
+                break
+    finally:
+        response.close()
+    return response.status_code
+
+
+def _os_error(exc: BaseException | None) -> OSError | None:
+    """The operating system's error behind an httpcore one, which httpcore raises from it."""
+    while exc is not None and not isinstance(exc, OSError):
+        exc = exc.__cause__ or exc.__context__
+    return exc

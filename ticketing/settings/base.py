@@ -382,5 +382,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # A line per webhook POST otherwise; every attempt is recorded (WebhookAttempt).
+        "httpx": {"level": "WARNING"},
     },
 }
