@@ -65,7 +65,8 @@
       lastAdmission = null;
       els.undo.hidden = true;
     }
-    feedback(kind);
+    // After the answer is painted: starting the audio device can take a moment.
+    setTimeout(function () { feedback(kind); }, 0);
   }
 
   // --- sound and vibration: eyes on the queue, not on the screen -----------------------------
@@ -73,8 +74,8 @@
   var audio = null;
 
   function feedback(kind) {
-    var admitted = kind === "admitted" || kind === "undone";
-    if (kind !== "admitted" && kind !== "refused" && kind !== "used") return;
+    var admitted = kind === "admitted";
+    if (!admitted && kind !== "refused" && kind !== "used") return;
     try {
       if (navigator.vibrate) navigator.vibrate(admitted ? 80 : [200, 100, 200]);
     } catch (e) { /* not on this device */ }
