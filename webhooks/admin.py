@@ -8,6 +8,7 @@ import json
 
 from django import forms
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
 from django.utils.html import format_html
 
 from organizers.admin_scoping import (
@@ -17,13 +18,14 @@ from organizers.admin_scoping import (
     managed_organizer_ids,
 )
 
-from .exceptions import WebhookUrlRefused
+from .exceptions import WebhookEndpointLimitReached, WebhookUrlRefused
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from .serializers import EVENT_TYPE_CHOICES
 from .services import (
     webhook_delivery_redeliver,
     webhook_endpoint_create,
     webhook_endpoint_update,
+    webhook_endpoints_room_check,
     webhook_url_check,
 )
 
@@ -71,6 +73,16 @@ class WebhookEndpointForm(forms.ModelForm):
             raise forms.ValidationError("“every type” stands alone.")
         return value
 
+    def clean(self):
+        cleaned = super().clean()
+        organizer = cleaned.get("organizer")
+        if self.instance.pk is None and organizer is not None:
+            try:
+                webhook_endpoints_room_check(organizer_id=organizer.pk)
+            except WebhookEndpointLimitReached as exc:
+                raise forms.ValidationError(exc.message) from None
+        return cleaned
+
 
 @admin.register(WebhookEndpoint)
 class WebhookEndpointAdmin(_ManagersOnlyAdmin):
@@ -80,7 +92,14 @@ class WebhookEndpointAdmin(_ManagersOnlyAdmin):
     list_filter = ["is_active"]
     list_select_related = ["organizer"]
     search_fields = ["url"]
-    readonly_fields = ["failing_since", "disabled_at", "created_at", "updated_at"]
+    readonly_fields = [
+        "failing_since",
+        "disabled_at",
+        "unanswered_count",
+        "backoff_until",
+        "created_at",
+        "updated_at",
+    ]
 
     @admin.display(description="event types")
     def types(self, obj):
@@ -93,6 +112,14 @@ class WebhookEndpointAdmin(_ManagersOnlyAdmin):
     def get_fields(self, request, obj=None):
         fields = ["organizer", "url", "event_types"]
         return [*fields, "is_active", *self.readonly_fields] if obj is not None else fields
+
+    def add_view(self, request, form_url="", extra_context=None):
+        # The form found room, but another registration took it before the service's lock.
+        try:
+            return super().add_view(request, form_url, extra_context)
+        except WebhookEndpointLimitReached as exc:
+            self.message_user(request, exc.message, messages.ERROR)
+            return HttpResponseRedirect(request.path)
 
     def save_model(self, request, obj, form, change):
         data = form.cleaned_data

@@ -28,6 +28,12 @@ class WebhookEndpoint(models.Model):
     # Start of the current run of failed attempts; None after a success.
     failing_since = models.DateTimeField(null=True, blank=True, editable=False)
     disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # The circuit breaker (delivering): attempts in a row that got no answer in good time; while
+    # backed off, until when its due attempts are not sent; the length of its last cool-down,
+    # which the next one doubles (0: closed since its last answer).
+    unanswered_count = models.PositiveIntegerField(default=0, editable=False)
+    backoff_until = models.DateTimeField(null=True, blank=True, editable=False)
+    backoff_seconds = models.PositiveIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

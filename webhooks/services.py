@@ -27,7 +27,7 @@ from organizers.models import Organizer
 from ticketing.api.fields import datetime_representation
 
 from . import delivering, tasks
-from .exceptions import WebhookEndpointDisabled
+from .exceptions import WebhookEndpointDisabled, WebhookEndpointLimitReached
 from .models import WebhookDelivery, WebhookEndpoint, WebhookEvent, new_event_id
 from .network import target_check
 from .secrets import secret_encrypt, secret_generate
@@ -43,23 +43,37 @@ def webhook_url_check(*, url: str) -> None:
     target_check(url, allow_private=settings.WEBHOOK_ALLOW_PRIVATE_URLS)
 
 
+def webhook_endpoints_room_check(*, organizer_id: int) -> None:
+    """Raises: WebhookEndpointLimitReached, if the organizer has
+    WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER endpoints already: each endpoint's attempts take a share
+    of the workers every organizer shares."""
+    limit = settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER
+    if WebhookEndpoint.objects.filter(organizer_id=organizer_id).count() >= limit:
+        raise WebhookEndpointLimitReached(limit)
+
+
 def webhook_endpoint_create(
     *, organizer_id: int, url: str, event_types: list[str]
 ) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint; returns it with its signing secret, which is shown only now.
 
-    Raises: WebhookUrlRefused.
+    Locks: the organizer's row (FOR NO KEY UPDATE: rows that refer to it are still written),
+    so that concurrent registrations are counted one after another.
+    Raises: WebhookUrlRefused, WebhookEndpointLimitReached.
     """
     assert event_types == ["*"] or set(event_types) <= set(WebhookEvent.Type.values), event_types
-    webhook_url_check(url=url)
+    webhook_url_check(url=url)  # a DNS lookup: before the lock
     secret = secret_generate()
-    webhook_subscriptions_changed(organizer_id=organizer_id)
-    endpoint = WebhookEndpoint.objects.create(
-        organizer_id=organizer_id,
-        url=url,
-        event_types=list(dict.fromkeys(event_types)),
-        secret_encrypted=secret_encrypt(secret),
-    )
+    with transaction.atomic():
+        list(Organizer.objects.select_for_update(no_key=True).filter(pk=organizer_id))
+        webhook_endpoints_room_check(organizer_id=organizer_id)
+        webhook_subscriptions_changed(organizer_id=organizer_id)
+        endpoint = WebhookEndpoint.objects.create(
+            organizer_id=organizer_id,
+            url=url,
+            event_types=list(dict.fromkeys(event_types)),
+            secret_encrypted=secret_encrypt(secret),
+        )
     return endpoint, secret
 
 
@@ -135,7 +149,8 @@ def webhook_event_record(
 
 @transaction.atomic
 def webhook_endpoint_ping(*, endpoint: WebhookEndpoint) -> WebhookEvent:
-    """Send a `ping` to this endpoint only (also when disabled: it is how one checks a fix)."""
+    """Send a `ping` to this endpoint only (also when disabled, and its first attempt also when
+    the endpoint is backed off: it is how one checks a fix)."""
     event = _event_create(
         organizer_id=endpoint.organizer_id,
         event_id=None,

@@ -1,11 +1,14 @@
 """Webhook endpoints of an organizer through the API (CONTRACT §13)."""
 
+from django.conf import settings
+from django_ratelimit.core import get_usage
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from organizers.permissions import OrganizerManagerUserResource
+from ticketing.api.exceptions import RateLimited
 
 from .models import WebhookEndpoint
 from .selectors import webhook_endpoint_get, webhook_endpoints_for_organizer
@@ -70,7 +73,10 @@ class WebhooksView(generics.ListAPIView):
         request=dict.fromkeys(_BODY_TYPES, InputSerializer),
         responses={
             201: WebhookCreatedResponseSerializer,
-            400: OpenApiResponse(description="A malformed body, or a URL that is refused."),
+            400: OpenApiResponse(
+                description="A malformed body, a URL that is refused, or an organizer that has "
+                "as many endpoints as it may (20 by default): nothing is created."
+            ),
             403: _FORBIDDEN,
         },
     )
@@ -109,11 +115,35 @@ class WebhookTestView(APIView):
     @extend_schema(
         summary="Send a ping to a webhook endpoint",
         description="A `ping` event is delivered to this endpoint (in the background, retried "
-        "like any event).",
+        "like any event). At most 5 a minute per endpoint by default.",
         request=None,
-        responses={200: SuccessResponseSerializer, 403: _FORBIDDEN},
+        responses={
+            200: SuccessResponseSerializer,
+            403: _FORBIDDEN,
+            429: OpenApiResponse(
+                description="`rate_limited`: too many pings of this endpoint; see `Retry-After`."
+            ),
+        },
     )
     def post(self, request, organizer_id: int, webhook_id: int):
         endpoint = webhook_endpoint_get(organizer_id=request.organizer_id, endpoint_id=webhook_id)
+        _ping_count(request, endpoint_id=endpoint.pk)
         webhook_endpoint_ping(endpoint=endpoint)
         return Response(SuccessResponseSerializer({}).data)
+
+
+def _ping_count(request, *, endpoint_id: int) -> None:
+    """Count a ping of the endpoint; past WEBHOOK_TEST_RATE_LIMIT of them, refuse it: each may
+    cost a worker a whole timeout, which the organizers sharing it wait out.
+
+    Raises: RateLimited.
+    """
+    usage = get_usage(
+        request,
+        group="webhook-test",
+        key=lambda group, request: f"webhook-endpoint:{endpoint_id}",
+        rate=settings.WEBHOOK_TEST_RATE_LIMIT,
+        increment=True,
+    )
+    if usage is not None and usage["should_limit"]:
+        raise RateLimited(usage["time_left"])

@@ -217,6 +217,14 @@ WEBHOOK_RETRY_MAX_DELAY_SECONDS = env_int("WEBHOOK_RETRY_MAX_DELAY_SECONDS", 4 *
 WEBHOOK_RETRY_FOR_SECONDS = env_int("WEBHOOK_RETRY_FOR_SECONDS", 24 * 60 * 60)
 # An endpoint whose attempts have all failed for this long is disabled; its owners are told.
 WEBHOOK_DISABLE_AFTER_SECONDS = env_int("WEBHOOK_DISABLE_AFTER_SECONDS", 3 * 24 * 60 * 60)
+# What one organizer may cost the workers that every organizer shares (issue 28): endpoints
+# each, pings through /test per endpoint, and an endpoint's circuit breaker: after this many
+# attempts in a row without an answer in good time it is backed off (its due attempts are
+# not sent) for a cool-down that starts here and doubles each time, up to the retry cap.
+WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = env_int("WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER", 20)
+WEBHOOK_TEST_RATE_LIMIT = env_str("WEBHOOK_TEST_RATE_LIMIT", "5/m")
+WEBHOOK_BREAKER_FAILURES = env_int("WEBHOOK_BREAKER_FAILURES", 3)
+WEBHOOK_BREAKER_COOLDOWN_SECONDS = env_int("WEBHOOK_BREAKER_COOLDOWN_SECONDS", 60)
 
 # --- Public API -----------------------------------------------------------------------------
 

@@ -1,0 +1,508 @@
+"""One organizer's endpoints cannot hold up everyone's webhooks (issue 28): endpoints are capped
+per organizer, pings through `/test` are limited per endpoint, an endpoint that does not answer
+is backed off (a circuit breaker), and a batch gives one organizer at most half of its senders
+while another's posts wait."""
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.db import connection, transaction
+from django.test import Client
+from django.utils import timezone
+from django_tasks_db.models import DBTaskResult
+
+from tests.factories import (
+    ApplicationFactory,
+    MembershipFactory,
+    OrganizerFactory,
+    UserFactory,
+    WebhookEndpointFactory,
+)
+from tests.oauth.support import wait_for_fresh_window
+from tests.support import TokenClient, mint_token
+from webhooks import admin, delivering
+from webhooks.delivering import webhook_delivery_attempt, webhook_events_dispatch
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from webhooks.services import webhook_endpoint_ping, webhook_event_record
+
+from .helpers import Receiver, endpoint_for, wait_for
+
+PUBLIC_URL = "https://93.184.215.14/hooks"  # a public address: no DNS needed
+BACKED_OFF = "endpoint backed off: not sent"
+RETRY_TASK = "webhooks.tasks.webhook_deliver"
+
+
+def _owner_client(organizer) -> TokenClient:
+    user = UserFactory(username=f"owner-{organizer.pk}")
+    MembershipFactory(user=user, organizer=organizer, role="owner")
+    application = ApplicationFactory(organizer=organizer)
+    return TokenClient(mint_token(application=application, user=user, scope="public organizer"))
+
+
+def _webhooks(organizer, suffix: str = "") -> str:
+    return f"/api/public/organizers/{organizer.id}/webhooks{suffix}"
+
+
+# --- Endpoints per organizer ----------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_21st_endpoint_is_refused_and_nothing_is_created(organizer):
+    WebhookEndpointFactory.create_batch(20, organizer=organizer)
+    WebhookEndpointFactory()  # another organizer's does not count
+    client = _owner_client(organizer)
+
+    response = client.post(
+        _webhooks(organizer), {"url": PUBLIC_URL, "event_types": ["*"]}, format="json"
+    )
+
+    message = "An organizer may register at most 20 webhook endpoints; delete one first."
+    assert response.status_code == 400
+    assert response.json() == {
+        "success": False,
+        "error": "invalid_parameters",
+        "message": message,
+        "fields": {"non_field_errors": [message]},
+    }
+    assert WebhookEndpoint.objects.filter(organizer=organizer).count() == 20
+
+
+@pytest.mark.django_db
+def test_the_cap_is_a_setting_and_deleting_one_makes_room(organizer, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = 2
+    client = _owner_client(organizer)
+    body = {"url": PUBLIC_URL, "event_types": ["*"]}
+
+    statuses = [client.post(_webhooks(organizer), body, format="json").status_code for _ in "abc"]
+    first = WebhookEndpoint.objects.filter(organizer=organizer).first()
+    client.delete(_webhooks(organizer, f"/{first.pk}"))
+    again = client.post(_webhooks(organizer), body, format="json")
+
+    assert statuses == [201, 201, 400]
+    assert again.status_code == 201
+    assert WebhookEndpoint.objects.filter(organizer=organizer).count() == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_registrations_stop_at_the_cap(organizer, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = 3
+    WebhookEndpointFactory(organizer=organizer)
+    token = _owner_client(organizer).token
+    count = 6
+    barrier = threading.Barrier(count)
+    results: list = [None] * count
+
+    def register(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            response = TokenClient(token).post(
+                _webhooks(organizer), {"url": PUBLIC_URL, "event_types": ["*"]}, format="json"
+            )
+            results[i] = (response.status_code, response.json().get("error"))
+        except Exception as exc:  # reported below
+            results[i] = exc
+        finally:
+            connection.close()  # each thread opened its own connection
+
+    threads = [threading.Thread(target=register, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert sorted(results) == [(201, None)] * 2 + [(400, "invalid_parameters")] * 4
+    assert WebhookEndpoint.objects.filter(organizer=organizer).count() == 3
+
+
+@pytest.mark.django_db
+def test_the_admin_refuses_an_endpoint_over_the_cap(organizer, settings):
+    settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = 2
+    WebhookEndpointFactory.create_batch(2, organizer=organizer)
+    user = UserFactory(username="admin-user", is_staff=True)
+    MembershipFactory(user=user, organizer=organizer, role="admin")
+    client = Client()
+    client.force_login(user)
+
+    response = client.post(
+        "/admin/webhooks/webhookendpoint/add/",
+        {"organizer": organizer.pk, "url": PUBLIC_URL, "event_types": ["*"]},
+    )
+
+    assert response.status_code == 200  # the form again, with the error
+    assert (
+        "An organizer may register at most 2 webhook endpoints; delete one first."
+        in response.content.decode()
+    )
+    assert WebhookEndpoint.objects.filter(organizer=organizer).count() == 2
+
+
+@pytest.mark.django_db
+def test_the_admin_tells_the_loser_of_a_race_for_the_last_place(organizer, settings, monkeypatch):
+    """The form found room; a registration committed since took it: the service, counting under
+    the organizer's lock, refuses, and the admin says so instead of failing."""
+    settings.WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = 2
+    WebhookEndpointFactory.create_batch(2, organizer=organizer)
+    monkeypatch.setattr(admin, "webhook_endpoints_room_check", lambda **kwargs: None)
+    user = UserFactory(username="admin-user", is_staff=True)
+    MembershipFactory(user=user, organizer=organizer, role="admin")
+    client = Client()
+    client.force_login(user)
+
+    response = client.post(
+        "/admin/webhooks/webhookendpoint/add/",
+        {"organizer": organizer.pk, "url": PUBLIC_URL, "event_types": ["*"]},
+        follow=True,
+    )
+
+    assert response.redirect_chain == [("/admin/webhooks/webhookendpoint/add/", 302)]
+    assert [str(m) for m in response.context["messages"]] == [
+        "An organizer may register at most 2 webhook endpoints; delete one first."
+    ]
+    assert WebhookEndpoint.objects.filter(organizer=organizer).count() == 2
+
+
+# --- /test per endpoint ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_sixth_ping_of_an_endpoint_within_a_minute_is_a_429(organizer):
+    endpoint, other = WebhookEndpointFactory.create_batch(2, organizer=organizer)
+    client = _owner_client(organizer)
+    wait_for_fresh_window(f"webhook-endpoint:{endpoint.pk}", margin=10)
+
+    statuses = [client.post(_webhooks(organizer, f"/{endpoint.pk}/test")).status_code]
+    statuses += [client.post(_webhooks(organizer, f"/{endpoint.pk}/test")).status_code]
+    statuses += [client.post(_webhooks(organizer, f"/{endpoint.pk}/test")).status_code]
+    statuses += [client.post(_webhooks(organizer, f"/{endpoint.pk}/test")).status_code]
+    statuses += [client.post(_webhooks(organizer, f"/{endpoint.pk}/test")).status_code]
+    refused = client.post(_webhooks(organizer, f"/{endpoint.pk}/test"))
+    another = client.post(_webhooks(organizer, f"/{other.pk}/test"))
+
+    assert statuses == [200] * 5
+    assert refused.status_code == 429
+    retry_after = int(refused["Retry-After"])
+    assert 1 <= retry_after <= 60
+    assert refused.json() == {
+        "success": False,
+        "error": "rate_limited",
+        "message": f"Too many requests; try again in {retry_after} seconds.",
+    }
+    assert WebhookDelivery.objects.filter(endpoint=endpoint).count() == 5
+    assert another.status_code == 200
+
+
+@pytest.mark.django_db
+def test_a_refused_ping_of_another_organizers_endpoint_is_a_404_not_a_count(organizer):
+    theirs = WebhookEndpointFactory(organizer=OrganizerFactory())
+    client = _owner_client(organizer)
+
+    responses = [client.post(_webhooks(organizer, f"/{theirs.pk}/test")) for _ in range(6)]
+
+    assert [r.status_code for r in responses] == [404] * 6
+    assert (
+        _owner_client(theirs.organizer)
+        .post(_webhooks(theirs.organizer, f"/{theirs.pk}/test"))
+        .status_code
+        == 200
+    )
+
+
+# --- The circuit breaker --------------------------------------------------------------------
+
+
+@pytest.fixture
+def hanging(settings, receiver):
+    """The receiver records each POST and answers none (until the test ends); attempts give
+    up after half a second."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    settings.WEBHOOK_TIMEOUT_SECONDS = 0.5
+    settings.WEBHOOK_BREAKER_FAILURES = 3
+    settings.WEBHOOK_BREAKER_COOLDOWN_SECONDS = 60
+    receiver.answering.clear()
+    yield receiver
+    receiver.answering.set()
+
+
+def _pending(endpoint, n: int, **fields) -> list[WebhookDelivery]:
+    """`n` deliveries to the endpoint, due now, never attempted."""
+    deliveries = []
+    for i in range(n):
+        with transaction.atomic():
+            event = webhook_event_record(
+                organizer_id=endpoint.organizer_id,
+                event_id=1,
+                type="ticket.created",
+                data={"ticket": {"id": i}},
+            )
+        deliveries.append(
+            WebhookDelivery.objects.create(
+                event=event,
+                endpoint=endpoint,
+                **{
+                    "pending_since": event.created_at,
+                    "next_attempt_at": event.created_at,
+                    **fields,
+                },
+            )
+        )
+    return deliveries
+
+
+def _breaker(endpoint) -> tuple:
+    endpoint.refresh_from_db()
+    return endpoint.unanswered_count, endpoint.backoff_seconds, endpoint.backoff_until
+
+
+def _retry_tasks(delivery) -> list[DBTaskResult]:
+    tasks = DBTaskResult.objects.filter(task_path=RETRY_TASK).order_by("enqueued_at")
+    return [t for t in tasks if t.args_kwargs["args"] == [delivery.pk]]
+
+
+def _open(endpoint, *, until, seconds: int = 60) -> None:
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+        unanswered_count=3, backoff_seconds=seconds, backoff_until=until
+    )
+
+
+@pytest.mark.django_db
+def test_an_endpoint_that_never_answers_is_backed_off_after_three_timeouts(
+    organizer, hanging, settings
+):
+    endpoint, _ = endpoint_for(hanging, organizer)
+    *timing_out, fourth = _pending(endpoint, 4)
+
+    before = timezone.now()
+    for delivery in timing_out:
+        webhook_delivery_attempt(delivery_id=delivery.pk)
+    after = timezone.now()
+
+    assert len(hanging.requests) == 3
+    count, seconds, until = _breaker(endpoint)
+    assert (count, seconds) == (3, 60)
+    assert before + timedelta(seconds=60) <= until <= after + timedelta(seconds=60)
+    # A due attempt now costs no timeout: it would wait 30 s if it were sent.
+    settings.WEBHOOK_TIMEOUT_SECONDS = 30
+    started = time.monotonic()
+    webhook_delivery_attempt(delivery_id=fourth.pk)
+    assert time.monotonic() - started < 10
+    assert len(hanging.requests) == 3
+    attempt = WebhookAttempt.objects.get(delivery=fourth)
+    assert (attempt.status_code, attempt.error, attempt.duration_ms, attempt.next_retry_at) == (
+        None,
+        BACKED_OFF,
+        0,
+        until,
+    )
+    fourth.refresh_from_db()
+    assert (fourth.status, fourth.attempt_count, fourth.next_attempt_at) == ("pending", 1, until)
+    assert [t.run_after for t in _retry_tasks(fourth)] == [until]
+    # The breaker's state is the endpoint's, unchanged by what it did not send.
+    assert _breaker(endpoint) == (3, 60, until)
+
+
+@pytest.mark.django_db
+def test_the_third_timeout_schedules_its_retry_after_the_cool_down(organizer, hanging):
+    endpoint, _ = endpoint_for(hanging, organizer)
+    deliveries = _pending(endpoint, 3)
+
+    for delivery in deliveries:
+        webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    _, _, until = _breaker(endpoint)
+    first, _, third = (WebhookAttempt.objects.get(delivery=d) for d in deliveries)
+    assert first.next_retry_at - first.attempted_at == timedelta(seconds=15)  # not yet open
+    assert third.next_retry_at == until  # not 15 s later, to be skipped then
+
+
+@pytest.mark.django_db
+def test_a_probe_after_the_cool_down_that_times_out_doubles_it(organizer, hanging):
+    endpoint, _ = endpoint_for(hanging, organizer)
+    [delivery] = _pending(endpoint, 1)
+    _open(endpoint, until=timezone.now() - timedelta(seconds=1))
+
+    before = timezone.now()
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    assert len(hanging.requests) == 1  # the cool-down was over: sent
+    count, seconds, until = _breaker(endpoint)
+    assert (count, seconds) == (4, 120)
+    assert until >= before + timedelta(seconds=120)
+
+
+@pytest.mark.django_db
+def test_the_cool_down_stops_doubling_at_the_retry_schedules_cap(organizer, hanging, settings):
+    endpoint, _ = endpoint_for(hanging, organizer)
+    [delivery] = _pending(endpoint, 1)
+    _open(endpoint, until=timezone.now() - timedelta(seconds=1), seconds=3 * 60 * 60)
+
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    assert _breaker(endpoint)[1] == settings.WEBHOOK_RETRY_MAX_DELAY_SECONDS == 4 * 60 * 60
+
+
+@pytest.mark.django_db
+def test_a_success_closes_the_breaker(organizer, receiver, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    endpoint, _ = endpoint_for(receiver, organizer)
+    [delivery] = _pending(endpoint, 1)
+    _open(endpoint, until=timezone.now() - timedelta(seconds=1))
+
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    assert _breaker(endpoint) == (0, 0, None)
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered"
+
+
+@pytest.mark.django_db
+def test_a_prompt_error_answer_resets_the_count_of_unanswered_attempts(
+    organizer, receiver, settings
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    receiver.statuses = [503]
+    endpoint, _ = endpoint_for(receiver, organizer)
+    [delivery] = _pending(endpoint, 1)
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(unanswered_count=2)
+
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    assert _breaker(endpoint) == (0, 0, None)
+
+
+@pytest.mark.django_db
+def test_a_backed_off_delivery_is_retried_after_the_cool_down_even_past_a_day(organizer, hanging):
+    endpoint, _ = endpoint_for(hanging, organizer)
+    [delivery] = _pending(endpoint, 1, pending_since=timezone.now() - timedelta(days=2))
+    until = timezone.now() + timedelta(seconds=60)
+    _open(endpoint, until=until)
+
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.next_attempt_at) == ("pending", until)
+    assert [t.run_after for t in _retry_tasks(delivery)] == [until]
+    # The cool-down over and the receiver answering again, the retry delivers it.
+    hanging.answering.set()
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(backoff_until=timezone.now())
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(next_attempt_at=timezone.now())
+    webhook_delivery_attempt(delivery_id=delivery.pk)
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.attempt_count) == ("delivered", 2)
+    assert len(hanging.requests) == 1
+
+
+@pytest.mark.django_db
+def test_a_ping_to_a_backed_off_endpoint_is_sent(organizer, receiver, settings):
+    """The organizer who tests is checking a fix: the ping goes out, and closes the breaker."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    endpoint, _ = endpoint_for(receiver, organizer)
+    _open(endpoint, until=timezone.now() + timedelta(seconds=60))
+
+    event = webhook_endpoint_ping(endpoint=endpoint)
+    webhook_delivery_attempt(delivery_id=event.deliveries.get().pk)
+
+    assert [body["type"] for body in receiver.bodies()] == ["ping"]
+    assert _breaker(endpoint) == (0, 0, None)
+
+
+@pytest.mark.django_db
+def test_a_batch_stops_posting_to_an_endpoint_that_has_timed_out_three_times(organizer, hanging):
+    """An endpoint's posts beyond the senders wait for a free one: once three of those sent
+    have timed out, the rest are not sent."""
+    endpoint, _ = endpoint_for(hanging, organizer)
+    events = [d.event_id for d in _pending(endpoint, delivering.SENDERS + 4)]
+    WebhookDelivery.objects.all().delete()  # the dispatch creates them
+
+    webhook_events_dispatch(event_ids=events)
+
+    assert len(hanging.requests) == delivering.SENDERS
+    errors = list(WebhookAttempt.objects.values_list("error", flat=True))
+    assert errors.count(BACKED_OFF) == 4
+    count, seconds, until = _breaker(endpoint)
+    assert (count, seconds) == (delivering.SENDERS, 60)
+    skipped = WebhookAttempt.objects.filter(error=BACKED_OFF)
+    assert set(skipped.values_list("next_retry_at", flat=True)) == {until}
+
+
+@pytest.mark.django_db
+def test_a_dispatch_to_a_backed_off_endpoint_sends_nothing_and_reschedules(
+    organizer, receiver, settings
+):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    endpoint, _ = endpoint_for(receiver, organizer)
+    until = timezone.now() + timedelta(seconds=60)
+    _open(endpoint, until=until)
+    events = [d.event_id for d in _pending(endpoint, 2)]
+    WebhookDelivery.objects.all().delete()
+
+    webhook_events_dispatch(event_ids=events)
+
+    assert receiver.requests == []
+    deliveries = WebhookDelivery.objects.all()
+    assert {(d.status, d.attempt_count, d.next_attempt_at) for d in deliveries} == {
+        ("pending", 1, until)
+    }
+
+
+# --- Senders shared in a batch ------------------------------------------------------------
+
+
+@pytest.fixture
+def second_receiver():
+    receiver = Receiver()
+    receiver.thread.start()
+    yield receiver
+    receiver.answering.set()
+    receiver.server.shutdown()
+    receiver.server.server_close()
+
+
+@pytest.mark.django_db
+def test_a_hanging_organizer_does_not_hold_up_anothers_post_in_the_batch(
+    organizer, other_organizer, receiver, second_receiver, settings
+):
+    """Organizer B's eight posts hang (their answers held, as long as a 30 s timeout would
+    let them); organizer A's one post, last in the batch, still goes out at once."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    settings.WEBHOOK_TIMEOUT_SECONDS = 30
+    hanging, answering = second_receiver, receiver
+    hanging.answering.clear()
+    endpoint_for(hanging, other_organizer)
+    endpoint_for(answering, organizer)
+    events = []
+    for n in range(8):
+        with transaction.atomic():
+            events.append(
+                webhook_event_record(
+                    organizer_id=other_organizer.id,
+                    event_id=1,
+                    type="ticket.created",
+                    data={"n": n},
+                ).pk
+            )
+    with transaction.atomic():
+        events.append(
+            webhook_event_record(
+                organizer_id=organizer.id, event_id=2, type="ticket.created", data={"n": 8}
+            ).pk
+        )
+    seen = {}
+
+    def watch():
+        try:
+            wait_for(lambda: answering.requests, timeout=10, what="A's post")
+            seen["A's post sent while B's hang"] = True
+        finally:
+            hanging.answering.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    webhook_events_dispatch(event_ids=events)
+    watcher.join()
+
+    assert seen == {"A's post sent while B's hang": True}
+    assert WebhookDelivery.objects.filter(status="delivered").count() == 9
+    assert len(hanging.requests) == 8
