@@ -167,6 +167,8 @@ def test_offline_scans_are_decided_locally_kept_across_a_reload_and_uploaded(
             unpaid_answer = _scan(page, "UNPAID01")
             expect(page.locator("#freshness")).to_contain_text("Offline since")
             expect(page.locator("#freshness")).to_contain_text("3 scans waiting")
+            # The counts, offline, are the device's copy with its own admissions.
+            expect(page.locator("#counts")).to_have_text("Checked in 4 of 6 · offline")
 
             page.reload()
             assert page.locator('meta[name="csrf-token"]').get_attribute("content") == cached_csrf

@@ -300,6 +300,7 @@
         var d = request.result;
         var tickets = d.createObjectStore("tickets", { keyPath: ["event_id", "id"] });
         tickets.createIndex("code", ["event_id", "code"]);
+        tickets.createIndex("status", ["event_id", "status"]);
         d.createObjectStore("feeds", { keyPath: "event_id" });
         var scans = d.createObjectStore("scans", { keyPath: "id" });
         scans.createIndex("seq", "seq");
@@ -355,8 +356,10 @@
 
   function markOffline() {
     if (!localStorage.getItem(OFFLINE_SINCE_KEY)) localStorage.setItem(OFFLINE_SINCE_KEY, new Date().toISOString());
+    var was = net.offline;
     net.offline = true;
     renderFreshness();
+    if (!was) refreshCounts();
   }
 
   function markOnline() {
@@ -585,6 +588,7 @@
     var page = function (cursor) {
       var query = "?limit=" + config.sync_limit + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
       return api("GET", eventPath(event) + "/tickets/sync" + query, null, false, 30000).then(function (r) {
+        if (r.status === 400 && cursor) return page(null);  // a cursor it no longer issues: start over
         if (r.status !== 200) throw new Error("sync " + r.status);
         markOnline();
         stored = stored.then(function () { return store(r.data); });
@@ -698,9 +702,26 @@
 
   // --- counts (CONTRACT §12), shown only while the endpoint answers --------------------------
 
+  // Offline, the counts come from this device's copy (its own admissions included); per check-in
+  // type they would need every ticket read, so they wait for the network.
+  function localCounts(event) {
+    if (event.check_in_types.length) { els.counts.hidden = true; return; }
+    var range = function (status) { return IDBKeyRange.only([event.id, status]); };
+    transaction(["tickets"], "readonly", function (s) {
+      var index = s.tickets.index("status");
+      return Promise.all([req(index.count(range("used"))), req(index.count(range("active")))]);
+    }).then(function (counts) {
+      if (!counts[0] && !counts[1]) { els.counts.hidden = true; return; }
+      els.counts.textContent = fill(L.checked_in, { done: counts[0], total: counts[0] + counts[1] }) +
+        " · " + L.offline_mark;
+      els.counts.hidden = false;
+    }, function () { els.counts.hidden = true; });
+  }
+
   function refreshCounts() {
     var event = currentEvent();
     if (!event) { els.counts.hidden = true; return; }
+    if (net.offline) { localCounts(event); return; }
     api("GET", eventPath(event) + "/check_in_stats").then(function (r) {
       if (r.status !== 200 || !r.data.tickets) { els.counts.hidden = true; return; }
       var t = r.data.tickets, done = t.used, total = t.active + t.used;
@@ -710,7 +731,7 @@
       }
       els.counts.textContent = fill(L.checked_in, { done: done, total: total });
       els.counts.hidden = false;
-    }).catch(function () { els.counts.hidden = true; });
+    }).catch(function () { localCounts(event); });
   }
 
   // --- the camera ---------------------------------------------------------------------------
