@@ -15,6 +15,7 @@ from oauth2_provider.models import AccessToken
 
 from checkin_page.services import CLIENT_ID, page_token_issue
 from tests.factories import (
+    CheckInTypeFactory,
     EventFactory,
     MembershipFactory,
     OrderFactory,
@@ -405,3 +406,81 @@ def test_offline_measures_copy_decide_and_upload_of_a_large_event(site, organize
         == 520
     )
     assert Ticket.objects.filter(event=event, status=Ticket.Status.USED).count() == 520
+
+
+def test_offline_multi_mode_decides_per_type_and_undo_is_a_queued_renew(site, organizer, staff):
+    festival = EventFactory(organizer=organizer, title="Two Day Festival")
+    vip = TicketTypeFactory(event=festival, name="VIP", quantity=10)
+    day1 = CheckInTypeFactory(event=festival, name="Day 1", position=0)
+    day2 = CheckInTypeFactory(event=festival, name="Day 2", position=1)
+    ticket = TicketFactory(
+        event=festival, ticket_type=vip, reference_code="MULTI001", firstname="Anan", lastname="K"
+    )
+    gate_b = TokenClient(page_token_issue(user=staff).access_token)
+    path = f"/api/public/organizers/{organizer.pk}/events/{festival.pk}"
+    day1_in = gate_b.post(
+        f"{path}/tickets/checkin",
+        {"reference_code": "MULTI001", "check_in_type_ids": [day1.pk]},
+        format="json",
+    )
+    assert day1_in.status_code == 200
+
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context, page = _open_signed_in(browser, site)
+            page.select_option("#event", str(festival.pk))
+            page.select_option("#check-in-type", str(day2.pk))
+            _fresh(page)
+            page.reload()
+            # The gate's event and check-in type are kept across reloads.
+            expect(page.locator("#event")).to_have_value(str(festival.pk))
+            expect(page.locator("#check-in-type")).to_have_value(str(day2.pk))
+            _fresh(page)
+
+            context.set_offline(True)
+            page.wait_for_function(
+                "() => document.getElementById('freshness').dataset.state === 'offline'"
+            )
+            first = _scan(page, "MULTI001")  # used on Day 1, not on Day 2: admitted
+            page.click("#undo")
+            expect(page.locator("#result")).to_have_class(re.compile("result-undone"))
+            expect(page.locator("#result-title")).to_have_text("Check-in undone · offline")
+            again = _scan(page, "MULTI001")
+            twice = _scan(page, "MULTI001")
+            expect(page.locator("#undo")).to_be_visible()  # "already used" keeps the undo
+            unknown = _scan(page, "NOPE0001")
+            expect(page.locator("#undo")).to_be_hidden()  # a refusal clears it
+            expect(page.locator("#freshness")).to_have_attribute("data-waiting", "3")
+
+            context.set_offline(False)
+            _fresh(page)
+            stored = page.evaluate(STORED_SCANS)
+        finally:
+            browser.close()
+
+    assert ["result-admitted" in a["kind"] for a in (first, again)] == [True, True]
+    assert "result-used" in twice["kind"] and "result-refused" in unknown["kind"]
+    assert first["title"] == "Admitted · offline"
+    assert [(s["action"], s["state"]) for s in stored] == [
+        ("check_in", "done"),
+        ("renew", "done"),
+        ("check_in", "done"),
+        ("check_in", "local"),
+        ("check_in", "local"),
+    ]
+    logs = list(
+        CheckInLog.objects.filter(ticket=ticket, scan_id__isnull=False)
+        .order_by("id")
+        .values_list("action", "check_in_type_id", "scan_id", "error")
+    )
+    assert logs == [
+        ("check_in", day2.pk, stored[0]["id"], None),
+        ("renew", day2.pk, stored[1]["id"], None),
+        ("check_in", day2.pk, stored[2]["id"], None),
+    ]
+    assert sorted(ticket.type_check_ins.values_list("check_in_type_id", flat=True)) == sorted(
+        [day1.pk, day2.pk]
+    )
