@@ -27,9 +27,11 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py bootstrap_demo
-	@# A task worker (emails, webhooks) beside the server; Ctrl-C stops both.
-	$(PY) manage.py run_worker --no-reload --queue-name '*' & worker=$$!; \
-	trap 'kill $$worker 2>/dev/null; wait $$worker' EXIT; trap 'exit 130' INT TERM; \
+	@# A task worker per queue beside the server (a hung mail server holds only the email
+	@# worker); Ctrl-C stops them all.
+	workers=; for queue in email webhooks default; do \
+	$(PY) manage.py run_worker --no-reload --queue-name $$queue & workers="$$workers $$!"; done; \
+	trap 'kill $$workers 2>/dev/null; wait $$workers' EXIT; trap 'exit 130' INT TERM; \
 	$(PY) manage.py runserver $(HOST):$(PORT)
 
 test: $(VENV)/.installed-dev

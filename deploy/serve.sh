@@ -1,5 +1,7 @@
 #!/bin/sh
-# Production-like run on one machine: migrate, collect the admin's static files, start gunicorn.
+# Production-like run on one machine: migrate, collect the admin's static files, start a task
+# worker per queue (TASK_WORKER_QUEUES, default "email webhooks default"; empty: none, when the
+# workers run elsewhere) and gunicorn. SIGTERM or SIGINT stops them all.
 # Reads DATABASE_URL, REDIS_URL, SECRET_KEY, ALLOWED_HOSTS, EMAIL_*, PORT, WEB_CONCURRENCY from
 # the environment (see deploy/README.md). With several app servers, run the migrate step once per
 # release (the Procfile's `release` line) rather than on every server at the same time.
@@ -24,4 +26,24 @@ if [ "${SKIP_MIGRATE:-0}" != "1" ]; then
     "$PYTHON" manage.py migrate --no-input --skip-checks
 fi
 "$PYTHON" manage.py collectstatic --no-input --verbosity 0
-exec "$PYTHON" -m gunicorn -c deploy/gunicorn.conf.py
+# A signal ends the `wait` early: pass it on to everyone, and exit as gunicorn does.
+workers=
+gunicorn=
+stopping=0
+trap 'stopping=1; kill -TERM $gunicorn $workers 2>/dev/null || true' INT TERM
+for queue in ${TASK_WORKER_QUEUES-email webhooks default}; do
+    "$PYTHON" manage.py run_worker --no-reload --queue-name "$queue" &
+    workers="$workers $!"
+done
+"$PYTHON" -m gunicorn -c deploy/gunicorn.conf.py &
+gunicorn=$!
+if [ "$stopping" = 1 ]; then kill -TERM "$gunicorn"; fi  # the signal came before it started
+status=0
+wait "$gunicorn" || status=$?
+if [ "$stopping" = 1 ]; then
+    status=0
+    wait "$gunicorn" || status=$?
+fi
+kill -TERM $workers 2>/dev/null || true
+wait
+exit "$status"

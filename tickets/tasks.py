@@ -27,7 +27,7 @@ def email_retry_delay(attempt: int) -> timedelta:
     return min(EMAIL_RETRY_BASE * 2 ** min(attempt - 1, 16), EMAIL_RETRY_MAX_DELAY)
 
 
-@task()
+@task(queue_name="email")
 def ticket_email_send(ticket_id: int, attempt: int = 1) -> None:
     """Send the ticket email; a mail server that fails, refuses or times out
     (`EMAIL_TIMEOUT`) is tried again later, as a new task."""

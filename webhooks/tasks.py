@@ -9,7 +9,7 @@ from . import delivering
 from .batching import tasks_run_batched
 
 
-@task()
+@task(queue_name="webhooks")
 def webhook_event_dispatch(event_id: str) -> None:
     tasks_run_batched(args=[event_id], run=_events_dispatch, size=delivering.BATCH_EVENTS)
 
@@ -20,11 +20,11 @@ def _events_dispatch(calls: list[list]) -> set[int]:
     return {n for n, event_id in enumerate(event_ids) if event_id in left}
 
 
-@task()
+@task(queue_name="webhooks")
 def webhook_deliver(delivery_id: int) -> None:
     delivering.webhook_delivery_attempt(delivery_id=delivery_id)
 
 
-@task()
+@task(queue_name="email")
 def webhook_endpoint_disabled_email(endpoint_id: int) -> None:
     delivering.webhook_endpoint_disabled_notify(endpoint_id=endpoint_id)

@@ -267,7 +267,7 @@ def served(tmp_path):
             time.sleep(0.3)
         else:
             pytest.fail("serve.sh did not become healthy")
-        yield log
+        yield SimpleNamespace(log=log, process=process)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -301,9 +301,9 @@ def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
     expected = ("serve-check-1", "/healthz", 200)
     deadline = time.monotonic() + 10
     while True:
-        served.seek(0)
+        served.log.seek(0)
         lines = [
-            json.loads(line) for line in served if line.startswith("{") and line.endswith("\n")
+            json.loads(line) for line in served.log if line.startswith("{") and line.endswith("\n")
         ]
         access = {
             (entry["request_id"], entry["http_path"], entry["http_status"])
@@ -315,6 +315,40 @@ def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
         time.sleep(0.1)
     assert expected in access, access
     assert any(entry["logger"] == "gunicorn.error" for entry in lines)
+
+
+def _commands_in_session(session: int) -> list[str]:
+    """The command lines of the live processes of a session (Linux's /proc)."""
+    commands = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            state, _ppid, _pgrp, sid = stat.read_text().rsplit(")", 1)[1].split()[:4]
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue  # ended meanwhile
+        if int(sid) == session and state != "Z":
+            commands.append(cmdline.replace(b"\0", b" ").decode().strip())
+    return commands
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads Linux's /proc")
+def test_serve_runs_a_task_worker_per_queue_and_stops_them_with_gunicorn(served):
+    """Emails, webhooks and the rest each have a worker (a hung mail server holds only its
+    own); SIGTERM to the script stops gunicorn and every worker, and it exits as gunicorn."""
+    session = served.process.pid  # serve.sh leads a session of its own
+    deadline = time.monotonic() + 30
+    while True:
+        workers = sorted(c for c in _commands_in_session(session) if " run_worker " in c)
+        if len(workers) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert [worker.split(" manage.py ", 1)[1] for worker in workers] == [
+        f"run_worker --no-reload --queue-name {queue}" for queue in ("default", "email", "webhooks")
+    ]
+
+    served.process.send_signal(signal.SIGTERM)
+    assert served.process.wait(timeout=30) == 0
+    assert _commands_in_session(session) == []
 
 
 def test_gunicorn_builds_its_access_line_only_when_asked():

@@ -199,7 +199,19 @@ EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH")
 
 # django-tasks' database backend: enqueueing inserts a row in the caller's transaction, and
 # `manage.py run_worker` processes (any number of them, on any machines; README "Production").
-TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# Three queues, each with workers of its own, so that a mail server or a webhook receiver that
+# hangs holds only its own kind of work: `email` (ticket emails, endpoint-disabled notices),
+# `webhooks` (events and their deliveries), `default` (anything else).
+TASKS = {
+    "default": {
+        "BACKEND": "django_tasks_db.DatabaseBackend",
+        "QUEUES": ["default", "email", "webhooks"],
+    }
+}
+# Finished task rows are deleted by `manage.py prune` after this many days (failed ones later,
+# kept for a look at their traceback).
+TASK_RESULT_RETENTION_DAYS = env_int("TASK_RESULT_RETENTION_DAYS", 7)
+TASK_FAILED_RETENTION_DAYS = env_int("TASK_FAILED_RETENTION_DAYS", 30)
 # A task still RUNNING after this long lost its worker (killed, machine gone) and runs again.
 # Longer than any task takes: a webhook attempt or an email gives up after 10 s.
 TASK_LEASE_SECONDS = env_int("TASK_LEASE_SECONDS", 300)
@@ -225,6 +237,9 @@ WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = env_int("WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZ
 WEBHOOK_TEST_RATE_LIMIT = env_str("WEBHOOK_TEST_RATE_LIMIT", "5/m")
 WEBHOOK_BREAKER_FAILURES = env_int("WEBHOOK_BREAKER_FAILURES", 3)
 WEBHOOK_BREAKER_COOLDOWN_SECONDS = env_int("WEBHOOK_BREAKER_COOLDOWN_SECONDS", 60)
+# An event whose deliveries are all finished, and untouched, for this many days is deleted with
+# them and their attempts by `manage.py prune`.
+WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30)
 
 # --- Public API -----------------------------------------------------------------------------
 

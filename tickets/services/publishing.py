@@ -96,7 +96,7 @@ def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) 
     )
 
 
-@task()
+@task(queue_name="webhooks")
 def ticket_checked_in_publish(
     webhook_event_id: str, admitted: dict, envelope: dict | None = None
 ) -> None:

@@ -4,6 +4,10 @@ Run as many as needed, on any machines sharing the database: each claims one tas
 with `SELECT ... FOR UPDATE SKIP LOCKED` (on SQLite, inside an exclusive transaction), so no
 two run the same task. Every `TASK_LEASE_SECONDS / 4` a thread makes READY again the tasks a
 dead worker left RUNNING (`ticketing.task_queue`).
+
+Deployments run workers per queue (`--queue-name email`, `webhooks`, `default`: settings
+`TASKS`), so that a task waiting on a hung mail server or receiver holds only its own queue.
+Without `--queue-name` a worker takes every queue: one process does all the work.
 """
 
 import logging
@@ -37,6 +41,10 @@ class Command(DbWorkerCommand):
         "Run a background task worker (django-tasks' db_worker) that also requeues tasks "
         "left RUNNING by a worker that died."
     )
+
+    def add_arguments(self, parser):
+        super().add_arguments(parser)
+        parser.set_defaults(queue_name="*")
 
     def handle(self, *args, **options):
         threading.Thread(
