@@ -484,3 +484,43 @@ def test_offline_multi_mode_decides_per_type_and_undo_is_a_queued_renew(site, or
     assert sorted(ticket.type_check_ins.values_list("check_in_type_id", flat=True)) == sorted(
         [day1.pk, day2.pk]
     )
+
+
+def test_offline_decision_after_a_slow_answer_is_not_uploaded_twice(site, organizer, staff):
+    """A request slower than the timeout is answered from the copy at the door; when the server's
+    late answer says it admitted, the queued scan is its duplicate: no second upload, no false
+    conflict."""
+    event = EventFactory(organizer=organizer, title="Songkran Beats")
+    regular = TicketTypeFactory(event=event, name="Regular", quantity=10)
+    ticket = TicketFactory(event=event, ticket_type=regular, reference_code="SLOW0001")
+
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context, page = _open_signed_in(browser, site)
+            page.select_option("#event", str(event.pk))
+            _fresh(page)
+            cdp = context.new_cdp_session(page)
+            cdp.send("Network.enable")
+            slow = {"offline": False, "downloadThroughput": -1, "uploadThroughput": -1}
+            cdp.send("Network.emulateNetworkConditions", {**slow, "latency": 4000})
+            answer = _scan(page, "SLOW0001")
+            # The late answer arrives and settles the queued scan.
+            page.wait_for_function(
+                "() => document.getElementById('freshness').dataset.waiting === '0'",
+                timeout=WAIT_MS,
+            )
+            cdp.send("Network.emulateNetworkConditions", {**slow, "latency": 0})
+            _fresh(page)
+            stored = page.evaluate(STORED_SCANS)
+            expect(page.locator("#conflicts")).to_be_hidden()
+        finally:
+            browser.close()
+
+    assert answer["title"] == "Admitted · offline"
+    assert answer["ms"] >= 2500
+    assert [(s["code"], s["state"]) for s in stored] == [("SLOW0001", "done")]
+    logs = list(CheckInLog.objects.filter(ticket=ticket).values_list("action", "error", "scan_id"))
+    assert logs == [("check_in", None, None)]  # the online request's, and nothing uploaded

@@ -186,10 +186,30 @@
       done();
       return;
     }
+    // Past the timeout the door is answered from the copy, but the request is left to finish: if
+    // the server admitted after all, the scan queued meanwhile is its duplicate and is dropped.
+    var decided = false, queued = null, id = scanId();
+    var timer = setTimeout(function () {
+      decided = true;
+      inFlight[id] = true;  // not uploaded while the request may still admit
+      markOffline();
+      queued = decideOffline(event, code, started, id);
+      queued.then(done, done);
+    }, config.online_timeout_ms);
     api("POST", eventPath(event) + "/tickets/checkin",
-        { reference_code: code, check_in_type_ids: typeIds(event) }, false, config.online_timeout_ms)
-      .then(function (r) { markOnline(); explain(r, code, event); done(); })
+        { reference_code: code, check_in_type_ids: typeIds(event) }, false, LATE_ANSWER_MS)
+      .then(function (r) {
+        clearTimeout(timer);
+        markOnline();
+        if (!decided) { decided = true; explain(r, code, event); done(); return; }
+        queued.then(function (record) {
+          return r.status === 200 && r.data.success ? settleLate(record) : null;
+        }).finally(function () { delete inFlight[id]; });
+      })
       .catch(function (error) {
+        clearTimeout(timer);
+        if (decided) { delete inFlight[id]; return; }
+        decided = true;
         if (error && error.message === "session") {
           show("refused", L.refused, "", L.session_over);
           done();
@@ -198,6 +218,23 @@
         markOffline();
         decideOffline(event, code, started).then(done, done);
       });
+  }
+
+  var LATE_ANSWER_MS = 30000;
+  var inFlight = {};  // scan ids queued while their online request is still out
+
+  // The server admitted a scan the page had already decided and queued: nothing to upload.
+  function settleLate(record) {
+    if (!record || record.state !== "pending") return null;
+    return transaction(["scans"], "readwrite", function (s) {
+      return req(s.scans.get(record.id)).then(function (stored) {
+        if (stored && stored.state === "pending") {
+          stored.state = "done";
+          stored.reason = "admitted online, answer late";
+          s.scans.put(stored);
+        }
+      });
+    }).then(refreshQueue);
   }
 
   function explain(r, code, event) {
@@ -375,7 +412,7 @@
 
   // --- deciding offline (§11's rules for scanners) ----------------------------------------------
 
-  function decideOffline(event, code, started) {
+  function decideOffline(event, code, started, id) {
     var types = typeIds(event), typeId = types ? types[0] : null;
     var usedAt = new Date().toISOString();
     var outcome = null, record = null;
@@ -387,7 +424,7 @@
         var ticket = found[0], feed = found[1];
         outcome = offlineRule(ticket, typeId);
         record = {
-          id: scanId(), seq: seqBase + seqNext++, event_id: event.id, organizer_id: event.organizer_id,
+          id: id || scanId(), seq: seqBase + seqNext++, event_id: event.id, organizer_id: event.organizer_id,
           action: "check_in", reference_code: code, ticket_id: ticket ? ticket.id : null,
           check_in_type_ids: types || null, used_at: usedAt, name: holder(ticket),
           ticket_type: ticket ? ticket.ticket_type_name : "", outcome: outcome.kind,
@@ -411,7 +448,7 @@
       }
       showDecision(event, record, outcome);
       els.result.dataset.decidedMs = (performance.now() - started).toFixed(1);
-      return refreshQueue();
+      return refreshQueue().then(function () { return record; });
     });
   }
 
@@ -639,6 +676,10 @@
   function upload() {
     return allScans().then(function (scans) {
       var pending = scans.filter(function (scan) { return scan.state === "pending"; });
+      // In order: nothing after a scan whose online request may still admit.
+      for (var i = 0; i < pending.length; i++) {
+        if (inFlight[pending[i].id]) { pending = pending.slice(0, i); break; }
+      }
       if (!pending.length) return null;
       state.waiting = pending.length;
       renderFreshness();
