@@ -69,5 +69,34 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run
 
+# Dependency drift (issue 27): the fast paths lean on Django, DRF, DOT and django-tasks, so CI
+# also runs the fast subset against the newest releases pyproject's ranges allow, in a venv of
+# its own, and a release that breaks one is seen the day it is out. Eager: every dependency is
+# upgraded to its newest allowed release on every run, even in a venv kept from the last one.
+DRIFT_VENV := .venv-drift
+DRIFT_PACKAGES := Django djangorestframework django-oauth-toolkit django-tasks django-tasks-db
+# The fast subset (under three minutes on SQLite): the API's read and write paths, the scanner
+# feed and batch, access and the token cache, webhooks' queueing and batching, the plumbing and
+# the layering rules. Left to the full run: browser, PostgreSQL-only and shared-Redis tests, and
+# the slow files that exercise no library's fast path (deliveries over sockets, URL rules, the
+# OpenAPI document, migrations, the demo data).
+DRIFT_TESTS := tests/write_api tests/scanner tests/access tests/webhooks tests/foundation \
+	tests/read_api tests/test_architecture.py \
+	--ignore=tests/webhooks/test_delivery.py --ignore=tests/webhooks/test_ticket_delivery.py \
+	--ignore=tests/webhooks/test_ssrf.py --ignore=tests/read_api/test_openapi.py \
+	--ignore=tests/foundation/test_order_migration.py \
+	--ignore=tests/foundation/test_bootstrap_demo.py
+
+.PHONY: drift-check
+drift-check:
+	test -x $(DRIFT_VENV)/bin/python || $(PYTHON) -m venv $(DRIFT_VENV)
+	$(DRIFT_VENV)/bin/pip install -q --upgrade pip
+	$(DRIFT_VENV)/bin/pip install -q --upgrade --upgrade-strategy eager -e ".[dev]"
+	@$(DRIFT_VENV)/bin/python -c 'import sys; from importlib.metadata import version; \
+		print("newest allowed:", ", ".join(f"{p} {version(p)}" for p in sys.argv[1:]))' \
+		$(DRIFT_PACKAGES)
+	env -u DATABASE_URL -u REDIS_URL -u REQUIRE_ALL_TESTS $(DRIFT_VENV)/bin/pytest \
+		-m "not browser and not postgres and not redis" -x -q -p no:cacheprovider $(DRIFT_TESTS)
+
 clean:
-	rm -rf $(VENV) $(VENV312) db.sqlite3 db.sqlite3-* staticfiles media test-output
+	rm -rf $(VENV) $(VENV312) $(DRIFT_VENV) db.sqlite3 db.sqlite3-* staticfiles media test-output
