@@ -106,6 +106,50 @@ def count_and_check(
     return counts, [key in found for key in keys]
 
 
+# KEYS: the counters; ARGV: the amount, each counter's limit, then each one's lifetime. All or
+# nothing: the amount is added to every counter, or (one would pass its limit) to none, and the
+# answer is then that counter's position (1-based); 0 when all were charged.
+_CHARGE = Script(
+    None,
+    b"""
+local amount = tonumber(ARGV[1])
+local n = #KEYS
+for i = 1, n do
+  if tonumber(redis.call('GET', KEYS[i]) or '0') + amount > tonumber(ARGV[1 + i]) then
+    return i
+  end
+end
+for i = 1, n do
+  if redis.call('INCRBY', KEYS[i], amount) == amount then
+    redis.call('EXPIRE', KEYS[i], ARGV[1 + n + i])
+  end
+end
+return 0
+""",
+)
+
+
+def charge(cache: BaseCache, counters: Sequence[tuple[str, int, int]], amount: int) -> int | None:
+    """Add `amount` to each counter (`(key, limit, seconds it lives from its first hit)`) unless
+    one would pass its limit: then add nothing and return that counter's index; None when all
+    were charged. On Redis atomically, in one round trip.
+
+    Raises whatever the cache raises when it is unreachable, as `count_and_check`.
+    """
+    if isinstance(cache, BreakerRedisCache):
+        return cache.charge(counters, amount)
+    for index, (key, limit, _) in enumerate(counters):
+        if (cache.get(key) or 0) + amount > limit:
+            return index
+    for key, _, seconds in counters:
+        if not cache.add(key, amount, seconds):
+            try:
+                cache.incr(key, amount)
+            except ValueError:  # expired in between
+                cache.set(key, amount, seconds)
+    return None
+
+
 class BreakerRedisCache(RedisCache):
     """django-redis's cache whose client goes through the server's breaker.
 
@@ -137,6 +181,20 @@ class BreakerRedisCache(RedisCache):
                 self.breaker.trip(error)
             raise ConnectionInterrupted(connection=None) from error
         return answers[: len(counters)], [bool(found) for found in answers[len(counters) :]]
+
+    def charge(self, counters: Sequence[tuple[str, int, int]], amount: int) -> int | None:
+        """`charge` as one Lua script, through the breaker."""
+        if self.breaker is not None and self.breaker.is_open():
+            raise _skipped()
+        keys = [self.make_key(key) for key, _, _ in counters]
+        args = [amount, *(limit for _, limit, _ in counters), *(int(s) for _, _, s in counters)]
+        try:
+            refused = _CHARGE(keys, args, client=super().client.get_client())
+        except (RedisError, OSError) as error:
+            if self.breaker is not None and isinstance(error, _OUTAGES):
+                self.breaker.trip(error)
+            raise ConnectionInterrupted(connection=None) from error
+        return refused - 1 if refused else None
 
 
 class _GuardedClient:

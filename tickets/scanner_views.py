@@ -2,6 +2,7 @@
 check-in counts (CONTRACT §12). Callers are those of check-in (§3).
 """
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -9,6 +10,7 @@ from rest_framework.views import APIView
 from events.selectors import event_get_for_organizer
 from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
+from ticketing.api.throttling import charge_request, concurrency_slot
 
 from .inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
 from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
@@ -22,6 +24,11 @@ from .services.batch import Scan, scans_apply
 from .services.scans import TicketKey
 from .stats import event_check_in_stats
 from .views import actor_of
+
+# An upload's slot frees itself this long after it was taken should its worker die holding it:
+# far longer than an upload runs (a second or so; gunicorn stops a request after 30 s).
+_UPLOAD_SLOT_SECONDS = 120
+_UPLOAD_RETRY_AFTER = 2
 
 _NOT_FOUND = OpenApiResponse(description="Organizer or event not found (`error`: not_found).")
 
@@ -85,7 +92,15 @@ class CheckInBatchView(APIView):
             "returns its first result with `replayed: true` and changes nothing. A malformed "
             "upload (not a JSON object, no scans, more than 500, a scan without a valid or "
             "with a repeated `id`) is refused whole; any other fault fails its scan alone "
-            "with `error: invalid_parameters`."
+            "with `error: invalid_parameters`.\n\n"
+            "**Limits.** Each scan counts as one request against your rate limit (a 500-scan "
+            "upload spends 500 of the minute's budget, replayed scans included). An upload "
+            "larger than what remains of the budget is refused whole: 429 `rate_limited`, "
+            "nothing applied; send it again after `Retry-After` seconds, or in smaller parts. "
+            f"At most {settings.BATCH_UPLOADS_PER_ORGANIZER} uploads of one organizer are "
+            "processed at a time; one more is refused the same way (429 `rate_limited` with "
+            "`Retry-After`, nothing applied). A refused upload may be sent again as it was: "
+            "its scans were not applied."
         ),
         request={"application/json": CheckInBatchInputSerializer},
         responses={
@@ -98,12 +113,19 @@ class CheckInBatchView(APIView):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         upload = CheckInBatchInputSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
-        outcomes = scans_apply(
-            organizer_id=request.organizer_id,
-            event=event,
-            scans=[_scan(scan) for scan in upload.validated_data["scans"]],
-            actor=actor_of(request),
-        )
+        scans = [_scan(scan) for scan in upload.validated_data["scans"]]
+        # Refused before any work (CONTRACT §9): the slot first, so a refused upload spends
+        # no scans of the budget.
+        with concurrency_slot(
+            f"batch-upload:{request.organizer_id}",
+            limit=settings.BATCH_UPLOADS_PER_ORGANIZER,
+            seconds=_UPLOAD_SLOT_SECONDS,
+            retry_after=_UPLOAD_RETRY_AFTER,
+        ):
+            charge_request(request, len(scans))
+            outcomes = scans_apply(
+                organizer_id=request.organizer_id, event=event, scans=scans, actor=actor_of(request)
+            )
         results = [{**outcome.result, "replayed": outcome.replayed} for outcome in outcomes]
         return Response(
             {"success": all(result["success"] for result in results), "results": results}

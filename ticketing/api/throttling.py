@@ -8,6 +8,10 @@ the request. A request is thus counted once its token is known, even if a later 
 it. Without a token (or a token the authentication did not count), the throttle counts itself,
 in one round trip too.
 
+A request that costs more than one (a batch upload: one per scan) is charged the rest by its
+view (`charge_request`), all or nothing, before it does any work; and a view may also bound how
+many of its requests run at once for one key (`concurrency_slot`).
+
 django-ratelimit, which the sign-in and credential limits still use, is not used here: its add
 then incr costs two round trips, and it cannot share one with the token's marker. Its windows
 are kept (fixed, each key's offset by the key's CRC), so that the same helpers find them.
@@ -18,16 +22,18 @@ from __future__ import annotations
 
 import logging
 import re
+import secrets
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
 from rest_framework.throttling import BaseThrottle
 
-from ticketing.cache import CacheSkipped, count_and_check
+from ticketing.cache import CacheSkipped, charge, count_and_check
 
 from .exceptions import RateLimited
 
@@ -120,6 +126,100 @@ def count_request(request, token, keys: Sequence[str] = ()) -> list[bool] | None
         counter.name: (counter, count) for counter, count in zip(counters, counts, strict=True)
     }
     return found
+
+
+def charge_request(request, cost: int) -> None:
+    """Count a request that costs `cost` against each limit its view applies: `cost - 1` more
+    than the one it was counted already, to every counter or (one would pass its limit) to
+    none, so a refused request costs one, as any other.
+
+    Raises: RateLimited, with the seconds left in the refusing counter's window.
+    A cache that does not answer lets the request through (the limits fail open).
+    """
+    if cost <= 1:
+        return
+    counted = getattr(request._request, "_rate_counts", {})
+    counters = []
+    for throttle in request.parser_context["view"].get_throttles():
+        if not isinstance(throttle, _CacheRateThrottle):
+            continue
+        counter = throttle.counter(request, request.auth)
+        if counter is not None:  # the window the request was counted in, if it was
+            counters.append(counted.get(counter.name, (counter,))[0])
+    if not counters:
+        return
+    try:
+        refused = charge(
+            caches[settings.RATELIMIT_USE_CACHE],
+            [(counter.key, counter.limit, counter.seconds) for counter in counters],
+            cost - 1,
+        )
+    except Exception as exc:  # whatever the cache backend raises when it is unreachable
+        logger.warning("rate limits not charged: cache unavailable (%s)", type(exc).__name__)
+        return
+    if refused is not None:
+        counter = counters[refused]
+        retry_after = max(1, counter.window_end - int(time.time()))
+        raise RateLimited(
+            retry_after=retry_after,
+            message=(
+                f"This request counts as {cost} against a limit of {counter.limit}, more than "
+                f"remains; try again in {retry_after} seconds."
+            ),
+        )
+
+
+@contextmanager
+def concurrency_slot(name: str, *, limit: int, seconds: int, retry_after: int) -> Iterator[None]:
+    """Run the block in one of `limit` slots of `name`: at most `limit` blocks of that name run
+    at once, across processes and machines with Redis.
+
+    A slot is a cache key taken with `add` (atomic) and given back when the block ends; should
+    its process die first, it frees itself after `seconds`, longer than any block runs.
+    Raises: RateLimited (`retry_after`) when every slot is taken; the block does not run.
+    A cache that does not answer lets the block run (the limits fail open).
+    """
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        yield
+        return
+    cache = caches[settings.RATELIMIT_USE_CACHE]
+    holder = secrets.token_hex(8)
+    slot = _slot_take(cache, name, limit=limit, holder=holder, seconds=seconds)
+    if slot is False:
+        raise RateLimited(
+            retry_after=retry_after,
+            message=f"{limit} such requests are running already; try again in {retry_after} "
+            "seconds.",
+        )
+    try:
+        yield
+    finally:
+        if slot is not None:
+            _slot_give_back(cache, slot, holder=holder)
+
+
+def _slot_take(cache, name: str, *, limit: int, holder: str, seconds: int) -> str | bool | None:
+    """The key of the slot taken; False if all are taken; None if the cache did not answer."""
+    try:
+        for number in range(limit):
+            key = f"slot:{name}:{number}"
+            taken = cache.add(key, holder, seconds)
+            if taken is None:  # a cache that ignores its failures answers None
+                raise ConnectionError("no answer")
+            if taken:
+                return key
+    except Exception as exc:  # whatever the cache backend raises when it is unreachable
+        logger.warning("concurrency not limited: cache unavailable (%s)", type(exc).__name__)
+        return None
+    return False
+
+
+def _slot_give_back(cache, key: str, *, holder: str) -> None:
+    try:
+        if cache.get(key) == holder:  # not another's, taken after ours expired
+            cache.delete(key)
+    except Exception as exc:  # it expires on its own
+        logger.warning("slot not given back: cache unavailable (%s)", type(exc).__name__)
 
 
 def _count(counters: Sequence[Counter], keys: Sequence[str]):

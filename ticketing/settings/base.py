@@ -303,6 +303,9 @@ SPECTACULAR_SETTINGS = {
 
 # Requests per minute per token on every API endpoint but /me (CONTRACT §9).
 API_RATE_LIMIT = env_str("API_RATE_LIMIT", "1200/m")
+# Batch uploads of scans (CONTRACT §11) one organizer may have running at once; each scan counts
+# as one request against API_RATE_LIMIT.
+BATCH_UPLOADS_PER_ORGANIZER = env_int("BATCH_UPLOADS_PER_ORGANIZER", 2)
 ME_RATE_LIMIT = env_str("ME_RATE_LIMIT", "10/m")
 TOKEN_RATE_LIMIT = env_str("TOKEN_RATE_LIMIT", "30/m")
 # Failed credential checks before 429 until the window ends (oauth_setup.throttling): client

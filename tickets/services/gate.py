@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Unpack
 
@@ -232,42 +233,16 @@ def ticket_check_in(
     if not check_in_type_ids:
         raise CheckInTypeRequired(ticket=ticket)
     _bind_nfc_uid(ticket, nfc_uid, changed)
-    types = check_in_types_for_ticket(ticket)
-    results: list[TypeResult] = []
-    admitted: list[CheckInType] = []
-    for type_id in check_in_type_ids:
-        check_in_type = types.get(type_id)
-        if check_in_type is None:
-            results.append(_unknown_type(type_id))
-        elif check_in_type.admitted_at is not None:
-            when = check_in_type.admitted_at
-            error = f"Already checked in at {iso(when)}"
-            results.append(
-                TypeResult(type_id, check_in_type.name, when, False, error, TicketAlreadyUsed.code)
-            )
-        elif check_in_type.restricted and not check_in_type.valid_for_ticket:
-            error = "Not valid for this ticket type"
-            results.append(
-                TypeResult(type_id, check_in_type.name, None, False, error, InvalidParameters.code)
-            )
-        else:
-            check_in_type.admitted_at = at  # a repeat later in the same request is a duplicate
-            admitted.append(check_in_type)
-            results.append(TypeResult(type_id, check_in_type.name, at, True, None))
-
-    if admitted:
+    decided = check_in_types_admit(ticket, check_in_types_for_ticket(ticket), check_in_type_ids, at)
+    if decided.done:
         TicketCheckIn.objects.bulk_create(
-            TicketCheckIn(ticket=ticket, check_in_type=t, used_at=at) for t in admitted
+            TicketCheckIn(ticket=ticket, check_in_type=t, used_at=at) for t in decided.done
         )
-        CheckInLog.objects.bulk_create(log(at=at, type_id=t.pk) for t in admitted)
-        earliest = min(at, ticket.used_at) if ticket.used_at else at
-        if ticket.status != Ticket.Status.USED or earliest != ticket.used_at:
-            ticket.status, ticket.used_at = Ticket.Status.USED, earliest
-            changed += ["status", "used_at"]
-    _save(ticket, changed)
-    if admitted:
+        CheckInLog.objects.bulk_create(log(at=at, type_id=t.pk) for t in decided.done)
+    _save(ticket, [*changed, *decided.changed])
+    if decided.done:
         _publish(event, ticket, Type.TICKET_CHECKED_IN)
-    return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
+    return GateResult(ticket=ticket, check_in_results=decided.results, renew_results=[])
 
 
 @_gate
@@ -288,7 +263,7 @@ def ticket_renew(
     ticket = ticket_lock(event=event, **key.filters)
     enforce(ADMISSIBLE, ticket, event)
     if ticket.status != Ticket.Status.USED:
-        raise TicketNotUsed(f"Ticket {ticket.reference_code} is not checked in.", ticket=ticket)
+        raise TicketNotUsed(not_used_message(ticket), ticket=ticket)
     at = used_at or timezone.now()
     log = functools.partial(
         audit_row,
@@ -308,14 +283,90 @@ def ticket_renew(
         _publish(event, ticket, Type.TICKET_RENEWED)
         return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
 
-    types = check_in_types_for_ticket(ticket)
-    if check_in_type_ids is None or not check_in_type_ids:
-        requested = [t.pk for t in types.values() if t.admitted_at is not None]
-    else:
-        requested = check_in_type_ids
+    decided = check_in_types_renew(ticket, check_in_types_for_ticket(ticket), check_in_type_ids, at)
+    if decided.done:
+        renewed = [t.pk for t in decided.done]
+        TicketCheckIn.objects.filter(ticket=ticket, check_in_type_id__in=renewed).delete()
+        CheckInLog.objects.bulk_create(log(type_id=type_id) for type_id in renewed)
+    if decided.untyped:
+        log().save()
+    _save(ticket, decided.changed)
+    if decided.done or decided.untyped:
+        _publish(event, ticket, Type.TICKET_RENEWED)
+    return GateResult(ticket=ticket, check_in_results=[], renew_results=decided.results)
+
+
+# --- The rules of check-in types, on a ticket in memory -------------------------------------
+
+
+@dataclass(frozen=True)
+class TypesDecided:
+    """A multiple-mode check-in or renew, decided on the ticket in memory: what the caller
+    writes (the locked path for one ticket, a batch upload for many)."""
+
+    results: list[TypeResult]  # per requested type, in request order
+    done: list[CheckInType]  # the types admitted or renewed, each with its audit row
+    changed: list[str]  # the ticket's fields changed in memory
+    untyped: bool = False  # renew of a ticket used with no type to undo: one row without type
+
+
+def not_used_message(ticket: Ticket) -> str:
+    """Why a ticket that is not checked in cannot be renewed (TicketNotUsed)."""
+    return f"Ticket {ticket.reference_code} is not checked in."
+
+
+def check_in_types_admit(
+    ticket: Ticket, types: dict[int, CheckInType], type_ids: list[int], at: datetime
+) -> TypesDecided:
+    """Admit `ticket` at each requested type it may use and has not used, at `at`.
+
+    `types` is `check_in_types_for_ticket(ticket)`; each admitted type's `admitted_at` becomes
+    `at`, so a repeat later in the same request (or upload) is a duplicate. The ticket is `used`
+    from its first admitted type and its `used_at` is the earliest admitted time.
+    """
     results: list[TypeResult] = []
-    renewed: list[int] = []
-    for type_id in requested:
+    admitted: list[CheckInType] = []
+    for type_id in type_ids:
+        check_in_type = types.get(type_id)
+        if check_in_type is None:
+            results.append(_unknown_type(type_id))
+        elif check_in_type.admitted_at is not None:
+            when = check_in_type.admitted_at
+            error = f"Already checked in at {iso(when)}"
+            results.append(
+                TypeResult(type_id, check_in_type.name, when, False, error, TicketAlreadyUsed.code)
+            )
+        elif check_in_type.restricted and not check_in_type.valid_for_ticket:
+            error = "Not valid for this ticket type"
+            results.append(
+                TypeResult(type_id, check_in_type.name, None, False, error, InvalidParameters.code)
+            )
+        else:
+            check_in_type.admitted_at = at
+            admitted.append(check_in_type)
+            results.append(TypeResult(type_id, check_in_type.name, at, True, None))
+    changed: list[str] = []
+    if admitted:
+        earliest = min(at, ticket.used_at) if ticket.used_at else at
+        if ticket.status != Ticket.Status.USED or earliest != ticket.used_at:
+            ticket.status, ticket.used_at = Ticket.Status.USED, earliest
+            changed = ["status", "used_at"]
+    return TypesDecided(results, admitted, changed)
+
+
+def check_in_types_renew(
+    ticket: Ticket, types: dict[int, CheckInType], type_ids: list[int] | None, at: datetime
+) -> TypesDecided:
+    """Undo the requested types' admissions of a used `ticket` (default: every admitted one).
+
+    The ticket returns to `active` once no type remains checked in; otherwise its `used_at`
+    becomes the earliest remaining admission.
+    """
+    if not type_ids:
+        type_ids = [t.pk for t in types.values() if t.admitted_at is not None]
+    results: list[TypeResult] = []
+    renewed: list[CheckInType] = []
+    for type_id in type_ids:
         check_in_type = types.get(type_id)
         if check_in_type is None:
             results.append(_unknown_type(type_id))
@@ -326,24 +377,17 @@ def ticket_renew(
             )
         else:
             check_in_type.admitted_at = None
-            renewed.append(type_id)
+            renewed.append(check_in_type)
             results.append(TypeResult(type_id, check_in_type.name, at, True, None))
-
-    if renewed:
-        TicketCheckIn.objects.filter(ticket=ticket, check_in_type_id__in=renewed).delete()
-        CheckInLog.objects.bulk_create(log(type_id=type_id) for type_id in renewed)
     remaining = [t.admitted_at for t in types.values() if t.admitted_at is not None]
     if not remaining:
-        if not renewed:  # used before the event had types: nothing per type to undo
-            log().save()
         ticket.status, ticket.used_at = Ticket.Status.ACTIVE, None
-        _save(ticket, ["status", "used_at"])
-    elif min(remaining) != ticket.used_at:
+        # Used before the event had types: nothing per type to undo, one row for the ticket.
+        return TypesDecided(results, renewed, ["status", "used_at"], untyped=not renewed)
+    if min(remaining) != ticket.used_at:
         ticket.used_at = min(remaining)
-        _save(ticket, ["used_at"])
-    if renewed or not remaining:
-        _publish(event, ticket, Type.TICKET_RENEWED)
-    return GateResult(ticket=ticket, check_in_results=[], renew_results=results)
+        return TypesDecided(results, renewed, ["used_at"])
+    return TypesDecided(results, renewed, [])
 
 
 def _unknown_type(type_id: int) -> TypeResult:
