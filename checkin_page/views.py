@@ -32,10 +32,11 @@ from .selectors import events_for_check_in, last_check_in, member_organizer_ids
 from .services import page_token_issue
 
 # Only this site's own scripts, styles and API; the camera stream is a local blob.
+# 'wasm-unsafe-eval' lets the QR decoder compile its WebAssembly (and allows no eval()).
 CONTENT_SECURITY_POLICY = "; ".join(
     [
         "default-src 'none'",
-        "script-src 'self'",
+        "script-src 'self' 'wasm-unsafe-eval'",
         "style-src 'self'",
         "img-src 'self' data: blob:",
         "media-src 'self' blob: mediastream:",
@@ -49,11 +50,16 @@ CONTENT_SECURITY_POLICY = "; ".join(
 )
 
 
+# zxing-cpp's WebAssembly reader: where the browser has no BarcodeDetector for QR codes.
+DECODER = "checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.js"
+DECODER_WASM = "checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.wasm"
+
 # The files the page needs to open with no network, cached by its service worker at install.
 OFFLINE_ASSETS = (
     "checkin_page/checkin.css",
     "checkin_page/checkin.js",
-    "checkin_page/vendor/jsqr-1.4.0/jsQR.js",
+    DECODER,
+    DECODER_WASM,
 )
 
 
@@ -130,8 +136,10 @@ def check_in_page(request):
         "api": "/api/public",
         "token_url": reverse("checkin_page:token"),
         "last_check_in_url": reverse("checkin_page:last_check_in"),
-        # Loaded only where the browser cannot read QR codes itself (BarcodeDetector).
-        "decoder_url": static("checkin_page/vendor/jsqr-1.4.0/jsQR.js"),
+        # Loaded only where the browser cannot read QR codes itself (BarcodeDetector); the
+        # .wasm from here too, not the library's default CDN.
+        "decoder_url": static(DECODER),
+        "decoder_wasm_url": static(DECODER_WASM),
         "worker_url": reverse("checkin_page:worker"),
         "worker_scope": reverse("checkin_page:page"),
         "sync_limit": 1000,

@@ -148,6 +148,35 @@ def test_page_loads_nothing_from_another_site_and_sends_a_csp(client, gate):
 
 
 @pytest.mark.django_db
+def test_page_decoder_and_its_wasm_are_served_here_with_their_types(client, gate, settings):
+    """Browsers with no BarcodeDetector read QR codes with the vendored zxing-wasm: its script
+    and .wasm from this service (the CSP allows no other origin), the .wasm as application/wasm
+    (streaming compilation refuses any other type), compiled under 'wasm-unsafe-eval' only.
+    Served by WhiteNoise, as in production, from the app's static folder (no collectstatic)."""
+    settings.WHITENOISE_USE_FINDERS = True
+    client.force_login(gate[0])
+
+    response = client.get(PAGE)
+
+    config = _config(response)
+    folder = "/static/checkin_page/vendor/zxing-wasm-3.1.4/"
+    assert config["decoder_url"] == folder + "zxing_reader.js"
+    assert config["decoder_wasm_url"] == folder + "zxing_reader.wasm"
+    csp = response["Content-Security-Policy"].split("; ")
+    script_src = [d for d in csp if d.startswith("script-src")]
+    assert script_src == ["script-src 'self' 'wasm-unsafe-eval'"]
+    script = Client().get(config["decoder_url"])
+    assert script.status_code == 200
+    assert script["Content-Type"].startswith("text/javascript")
+    assert b"ZXingWASM" in b"".join(script.streaming_content)
+    wasm = Client().get(config["decoder_wasm_url"])
+    assert wasm.status_code == 200
+    assert wasm["Content-Type"] == "application/wasm"
+    assert b"".join(wasm.streaming_content)[:4] == b"\0asm"
+    assert Client().get("/static/checkin_page/vendor/jsqr-1.4.0/jsQR.js").status_code == 404
+
+
+@pytest.mark.django_db
 def test_token_needs_the_session_and_csrf(gate):
     staff = gate[0]
     client = Client(enforce_csrf_checks=True)

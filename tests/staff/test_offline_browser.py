@@ -315,7 +315,8 @@ def test_offline_worker_and_assets_all_come_from_this_service(site, organizer, s
             f"{site}/checkin/",
             f"{site}/static/checkin_page/checkin.css",
             f"{site}/static/checkin_page/checkin.js",
-            f"{site}/static/checkin_page/vendor/jsqr-1.4.0/jsQR.js",
+            f"{site}/static/checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.js",
+            f"{site}/static/checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.wasm",
         ]
     )
     assert "default-src 'none'" in csp and "worker-src 'self'" in csp

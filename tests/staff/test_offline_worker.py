@@ -24,7 +24,8 @@ def test_offline_worker_is_served_from_the_page_scope_as_javascript():
     assert 'var PAGE = "/checkin/";' in body
     assert (
         'var ASSETS = ["/static/checkin_page/checkin.css", "/static/checkin_page/checkin.js", '
-        '"/static/checkin_page/vendor/jsqr-1.4.0/jsQR.js"];' in body
+        '"/static/checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.js", '
+        '"/static/checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.wasm"];' in body
     )
     assert re.search(r'var VERSION = "[0-9a-f]{16}";', body)
     assert not re.search(r"https?://", body)

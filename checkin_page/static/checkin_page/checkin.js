@@ -781,6 +781,9 @@
   var LEFT_AFTER_MS = 800;
   var detect = null;
 
+  // The browser's own BarcodeDetector where it reads QR codes; else zxing-cpp's WebAssembly
+  // reader, script and .wasm both from this service (its default would fetch the .wasm from a
+  // CDN). The video says which one reads it (data-decoder), for support and for the tests.
   function decoder() {
     if (detect) return Promise.resolve(detect);
     var native = window.BarcodeDetector
@@ -792,6 +795,7 @@
         detect = function (video) {
           return detector.detect(video).then(function (codes) { return codes.length ? codes[0].rawValue : null; });
         };
+        els.video.dataset.decoder = "native";
         return detect;
       }
       return new Promise(function (resolve, reject) {
@@ -801,17 +805,30 @@
         script.onerror = reject;
         document.head.appendChild(script);
       }).then(function () {
+        // Fetched and compiled now, so a missing or refused .wasm fails the camera start.
+        return window.ZXingWASM.prepareZXingModule({
+          overrides: {
+            locateFile: function (path, prefix) {
+              return /\.wasm$/.test(path) ? config.decoder_wasm_url : prefix + path;
+            },
+          },
+          fireImmediately: true,
+        });
+      }).then(function () {
         var canvas = document.createElement("canvas");
         var context = canvas.getContext("2d", { willReadFrequently: true });
+        var options = { formats: ["QRCode"], maxNumberOfSymbols: 1 };
         detect = function (video) {
           var scale = Math.min(1, 640 / video.videoWidth);
           canvas.width = Math.round(video.videoWidth * scale);
           canvas.height = Math.round(video.videoHeight * scale);
           context.drawImage(video, 0, 0, canvas.width, canvas.height);
           var image = context.getImageData(0, 0, canvas.width, canvas.height);
-          var found = window.jsQR(image.data, image.width, image.height, { inversionAttempts: "dontInvert" });
-          return Promise.resolve(found ? found.data : null);
+          return window.ZXingWASM.readBarcodes(image, options).then(function (codes) {
+            return codes.length && codes[0].isValid ? codes[0].text : null;
+          });
         };
+        els.video.dataset.decoder = "zxing-wasm";
         return detect;
       });
     });
