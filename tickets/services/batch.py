@@ -30,7 +30,7 @@ from functools import reduce
 from operator import or_
 from typing import Any
 
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -52,6 +52,10 @@ from .scans import GateInputs, GateResult, TicketKey, TypeResult
 
 # Scans applied per transaction: a chunk's tickets stay locked until its commit.
 CHUNK_SCANS = 100
+_SCANNED_FIELDS = (
+    *("id", "event_id", "reference_code", "nfc_uid", "status", "firstname", "lastname"),
+    *("used_at", "updated_at", "order", "order__status", "ticket_type", "ticket_type__name"),
+)
 _SCAN_RECORD_UNIQUE = "scan_record_unique_scan"
 
 
@@ -158,6 +162,8 @@ def _tickets_locked(upload: _Upload, scans: list[Scan]) -> list[Ticket]:
         tickets = tickets.annotate(
             has_answers=Exists(TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk")))
         )
+    else:  # what the rules, the audit rows and the scanner's ticket read
+        tickets = tickets.only(*_SCANNED_FIELDS)
     tickets = list(tickets)
     if upload.publishing:
         with_form_answers_of(tickets)
@@ -411,10 +417,7 @@ class _Chunk:
         """The chunk's changes: tickets, check-in types, audit rows, then the scans' records
         (sorted by scan id, so two uploads sharing scans wait on each other in one order)."""
         if self.changed:
-            Ticket.objects.bulk_update(
-                sorted(self.changed.values(), key=lambda t: t.pk),
-                ["status", "used_at", "updated_at"],
-            )
+            _tickets_save(sorted(self.changed.values(), key=lambda t: t.pk))
         gone, new = self._admissions_changed()
         if gone:
             TicketCheckIn.objects.filter(
@@ -440,6 +443,37 @@ class _Chunk:
                         TicketCheckIn(ticket_id=ticket_id, check_in_type_id=type_id, used_at=now)
                     )
         return gone, new
+
+
+def _tickets_save(tickets: list[Ticket]) -> None:
+    """Write the tickets' status, used_at and updated_at in one statement, from a VALUES list.
+
+    The ORM's `bulk_update` writes a CASE over every row for each field, which the database
+    evaluates row by row: for a chunk's hundred tickets it cost more than the rest of the chunk.
+    """
+    connection = transaction.get_connection()
+    fields = [Ticket._meta.get_field(name) for name in ("status", "used_at", "updated_at")]
+    # PostgreSQL types a VALUES column from its values: all NULL would be text.
+    at = "CAST(%s AS timestamp with time zone)" if connection.vendor == "postgresql" else "%s"
+    rows = ", ".join([f"(%s, %s, {at}, {at})"] * len(tickets))
+    params = [
+        value
+        for ticket in tickets
+        for value in (
+            ticket.pk,
+            *(
+                field.get_db_prep_save(getattr(ticket, field.attname), connection)
+                for field in fields
+            ),
+        )
+    ]
+    table = Ticket._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET status = v.column2, used_at = v.column3, updated_at = v.column4"
+            f" FROM (VALUES {rows}) AS v WHERE {table}.id = v.column1",
+            params,
+        )
 
 
 _MALFORMED = "This scan is malformed."
