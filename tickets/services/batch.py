@@ -23,7 +23,6 @@ type results tell the rest.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
@@ -203,6 +202,18 @@ class _Upload:
         return bool(self.publish)
 
 
+@dataclass(slots=True)
+class _TicketCheckInType:
+    """A check-in type as `check_in_types_for_ticket` annotates it for one ticket: what
+    `check_in_types_admit` and `check_in_types_renew` read and change."""
+
+    pk: int
+    name: str
+    restricted: bool
+    valid_for_ticket: bool
+    admitted_at: datetime | None
+
+
 @dataclass(frozen=True)
 class _Rejection:
     code: str
@@ -221,7 +232,7 @@ class _Chunk:
     records: list[ScanRecord] = field(default_factory=list)
     # Multiple mode: each ticket's check-in types as `check_in_types_for_ticket` gives them,
     # and the admissions as read (ticket id, type id) → time.
-    types: dict[int, dict[int, CheckInType]] = field(default_factory=dict)
+    types: dict[int, dict[int, _TicketCheckInType]] = field(default_factory=dict)
     admissions: dict[tuple[int, int], datetime] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -325,18 +336,20 @@ class _Chunk:
             self._published(ticket, Type.TICKET_RENEWED)
         return self._applied(scan, GateResult(ticket, [], decided.results))
 
-    def _types(self, ticket: Ticket) -> dict[int, CheckInType]:
+    def _types(self, ticket: Ticket) -> dict[int, _TicketCheckInType]:
         """`check_in_types_for_ticket(ticket)` from what the chunk read, kept for its scans."""
         types = self.types.get(ticket.pk)
         if types is None:
             types = self.types[ticket.pk] = {}
             for base in self.upload.types:
-                check_in_type = copy.copy(base)
                 limited_to = self.upload.restricted.get(base.pk)
-                check_in_type.restricted = limited_to is not None
-                check_in_type.valid_for_ticket = ticket.ticket_type_id in (limited_to or ())
-                check_in_type.admitted_at = self.admissions.get((ticket.pk, base.pk))
-                types[base.pk] = check_in_type
+                types[base.pk] = _TicketCheckInType(
+                    base.pk,
+                    base.name,
+                    restricted=limited_to is not None,
+                    valid_for_ticket=ticket.ticket_type_id in (limited_to or ()),
+                    admitted_at=self.admissions.get((ticket.pk, base.pk)),
+                )
         return types
 
     def _changed(self, ticket: Ticket, published: str | None = None) -> None:
