@@ -323,7 +323,8 @@ class CheckInLog(models.Model):
 class ScanRecord(models.Model):
     """One scan of a scanner's upload (CONTRACT §11), whatever its outcome, with the result it
     got. The unique (event, scan_id) decides which of two uploads of a scan applies it: the
-    record is written in the scan's own transaction, so the other one rolls back and replays.
+    records are written last in the transaction that applies their chunk of scans, so the
+    upload that collides rolls its chunk back and replays the scans recorded first.
     """
 
     event = models.ForeignKey("events.Event", on_delete=models.CASCADE, related_name="+")
