@@ -18,7 +18,7 @@ from ticketing.api.filtering import (
     TextFilter,
     int32_form_field,
 )
-from ticketing.api.openapi import SPACE
+from ticketing.api.schema_rules import SPACE
 
 from .codes import reference_code_normalize
 from .models import Order, Ticket

@@ -17,7 +17,7 @@ from rest_framework.fields import empty
 from rest_framework.utils import html
 
 from ticketing.api.fields import INT32_MAX, CopiedShallow, Int32Field, StrictCharField
-from ticketing.api.openapi import SPACE, at_least_one_of, exactly_one_of
+from ticketing.api.schema_rules import SPACE, at_least_one_of, exactly_one_of
 
 from .codes import REFERENCE_CODE_MAX_LENGTH, REFERENCE_CODE_MIN_LENGTH, reference_code_validate
 from .names import NAME_REFUSED_CHARACTERS, person_name_validate

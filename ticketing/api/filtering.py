@@ -38,7 +38,7 @@ from drf_spectacular.plumbing import build_parameter_type
 from drf_spectacular.utils import OpenApiParameter
 
 from .fields import INT32_MAX
-from .openapi import query_filter_schema
+from .schema_rules import query_filter_schema
 
 DEFAULT_ORDER_BY = "id"
 ORDER_CHOICES = ("asc", "desc")

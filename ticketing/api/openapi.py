@@ -19,10 +19,6 @@ serializers). This module adds, to every operation, what follows from the shared
   relate, and an object parameter is no parameter the API reads).
 """
 
-import copy
-import itertools
-
-from django import forms
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import (
@@ -34,6 +30,16 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
 from .exceptions import api_error_codes
+from .schema_rules import (
+    FORM_MEDIA_TYPES,
+    boolean_input,
+    form_variant,
+    key_rule,
+    key_rule_as_not,
+    key_rule_sentence,
+    nested_rules,
+    text_rules,
+)
 from .security import ANY_TOKEN, APPLICATION_TOKEN, BEARER, QUERY_TOKEN, USER_TOKEN
 
 # Each permission class declares its security requirement (CONTRACT §3) as `openapi_security`
@@ -105,163 +111,6 @@ def error_schema(status: int) -> dict:
     return {"type": "object", "required": required, "properties": properties}
 
 
-# What Python's `str.strip()` trims, so what DRF and Django forms trim from text input: Unicode's
-# White_Space and the four information separators. Written out, as `\s` differs between regex
-# engines (Python's includes the separators, ECMAScript's and Rust's do not).
-SPACE = (
-    r"\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f"
-    r"\u205f\u3000"
-)
-# Text inputs: Django and DRF refuse NUL in any text (PostgreSQL cannot store it), and DRF trims
-# a CharField before refusing it blank, so "non-blank" means "has a character not trimmed".
-NO_NUL = r"^[^\u0000]*$"
-NON_BLANK = rf"^[^\u0000]*[^{SPACE}\u0000][^\u0000]*$"
-
-
-def exactly_one_of(*names: str) -> dict:
-    """Object rules: exactly one of `names` is sent, nothing else."""
-    return {
-        "minProperties": 1,
-        "maxProperties": 1,
-        "oneOf": [{"required": [name]} for name in names],
-    }
-
-
-def at_least_one_of(*names: str) -> dict:
-    return {"anyOf": [{"required": [name]} for name in names]}
-
-
-def _key_rule(rules: dict) -> tuple[list[str], bool] | None:
-    """The fields of an exactly-one (`oneOf`) or at-least-one (`anyOf`) rule of `required`
-    branches, and whether it is exactly one; None for any other rules."""
-    for keyword, exactly in (("oneOf", True), ("anyOf", False)):
-        branches = rules.get(keyword)
-        if isinstance(branches, list) and all(
-            isinstance(b, dict) and set(b) == {"required"} and len(b["required"]) == 1
-            for b in branches
-        ):
-            return [b["required"][0] for b in branches], exactly
-    return None
-
-
-def _key_rule_sentence(names: list[str], exactly: bool) -> str:
-    keys = ", ".join(f"`{name}`" for name in names)
-    return f"Send {'exactly' if exactly else 'at least'} one of {keys}."
-
-
-def _key_rule_as_not(schema: dict) -> None:
-    """An object's exactly-one or at-least-one rule as a `not` of what it refuses (none of the
-    fields sent; two of them, for exactly one), said in its description too. Validators apply
-    a `not`; client generators skip it, where a `oneOf` or `anyOf` beside the properties makes
-    them type the object as a union of branches that have no type: `Any`."""
-    rule = _key_rule(schema)
-    if rule is None:
-        return
-    names, exactly = rule
-    del schema["oneOf" if exactly else "anyOf"]
-    refused = [{"required": list(pair)} for pair in itertools.combinations(names, 2)]
-    refused = [*(refused if exactly else []), {"not": at_least_one_of(*names)}]
-    schema["not"] = refused[0] if len(refused) == 1 else {"anyOf": refused}
-    sentence = _key_rule_sentence(names, exactly)
-    description = schema.get("description")
-    schema["description"] = f"{description}\n\n{sentence}" if description else sentence
-
-
-def query_filter_schema(exact_fields: dict[str, forms.Field], max_length: int) -> dict:
-    """`q` (CONTRACT §6): search text, or a JSON object of exact filters on `exact_fields`.
-
-    Text must not start with `{`; the JSON branch is a pattern over the allowed keys, each with
-    a value its form field accepts (ids up to 999,999,999, choices, codes of letters, digits,
-    `_` and `-`), a subset of what is accepted, so that a value matching it is never refused.
-    """
-    ws = r"[ \t\n\r]*"  # JSON's own whitespace, not Unicode's
-    pairs = [
-        f'"{key}"{ws}:{ws}{value}'
-        for key, field in exact_fields.items()
-        if (value := _json_value_pattern(field)) is not None
-    ]
-    pair = f"(?:{'|'.join(pairs)})"
-    json_object = rf"^[{SPACE}]*\{{{ws}(?:{pair}(?:{ws},{ws}{pair})*)?{ws}\}}[{SPACE}]*$"
-    return {
-        "type": "string",
-        "minLength": 1,
-        "maxLength": max_length,
-        # Each branch typed too: a generator makes an untyped branch, so the parameter, `Any`.
-        "anyOf": [
-            {
-                "type": "string",
-                "pattern": rf"^(?![{SPACE}]*\{{)[^\u0000]*$",
-                "title": "Search text",
-            },
-            {"type": "string", "pattern": json_object, "title": "Exact filters (a JSON object)"},
-        ],
-    }
-
-
-def _json_value_pattern(field: forms.Field) -> str | None:
-    if isinstance(field, forms.ChoiceField):
-        return '"(?:' + "|".join(str(value) for value, _ in field.choices if value != "") + ')"'
-    if isinstance(field, forms.IntegerField):
-        return "[1-9][0-9]{0,8}"
-    if isinstance(field, forms.CharField):
-        return f'"[A-Za-z0-9_-]{{1,{min(field.max_length or 64, 64)}}}"'
-    return None
-
-
-def _text_rules(schema: dict, *, blank: bool) -> None:
-    """NUL refused everywhere; blank refused where `blank` is false. A schema that already
-    constrains its text (pattern, format, enum) says this itself."""
-    if schema.get("type") != "string" or {"pattern", "format", "enum", "anyOf"} & set(schema):
-        return
-    schema["pattern"] = NO_NUL if blank else NON_BLANK
-
-
-FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-
-def _form_variant(component: ResolvedComponent) -> ResolvedComponent | None:
-    """`component` for a form body: each nullable property is instead allowed empty."""
-    schema = copy.deepcopy(component.schema)
-    nullable = [p for p in schema.get("properties", {}).values() if p.pop("nullable", False)]
-    if not nullable:
-        return None
-    for prop in nullable:
-        inner = {k: prop.pop(k) for k in list(prop) if k not in ("description", "title")}
-        prop["anyOf"] = [inner, {"type": "string", "maxLength": 0}]
-    name = component.name.removesuffix("Request") + "FormRequest"
-    return ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schema)
-
-
-def _boolean_input(field: serializers.BooleanField) -> list[dict]:
-    """What DRF reads as a boolean: JSON true/false, 0/1 and its words in any case (a form
-    sends only text). Case is spelled out: OpenAPI's regular expressions have no flags."""
-    words = sorted(
-        str(value)
-        for value in field.TRUE_VALUES | field.FALSE_VALUES
-        if isinstance(value, str) and not value.isdigit()
-    )
-    either_case = "|".join("".join(f"[{c.upper()}{c}]" for c in word) for word in words)
-    return [
-        {"type": "boolean"},
-        {"type": "number", "enum": [0, 1]},
-        {"type": "string", "pattern": f"^(?:{either_case}|0|1)$"},
-    ]
-
-
-def _nested_rules(rules: dict, schema: dict) -> None:
-    """`rules` merged into `schema`; under `properties`, merged property by property, where
-    `None` removes a keyword."""
-    for key, value in rules.items():
-        if key == "properties":
-            for name, extra in value.items():
-                prop = schema["properties"][name]
-                prop.update(extra)
-                for keyword in [k for k, v in extra.items() if v is None]:
-                    del prop[keyword]
-        else:
-            schema[key] = value
-
-
 class ApiAutoSchema(AutoSchema):
     def _get_paginator(self):
         paginator = super()._get_paginator()
@@ -297,12 +146,12 @@ class ApiAutoSchema(AutoSchema):
         for name, field in force_instance(serializer).fields.items():
             prop = schema["properties"].get(name)
             if isinstance(field, serializers.CharField) and prop is not None:
-                _text_rules(prop, blank=field.allow_blank or not field.trim_whitespace)
+                text_rules(prop, blank=field.allow_blank or not field.trim_whitespace)
             if isinstance(field, serializers.BooleanField) and prop is not None:
                 prop.pop("type")
-                prop["anyOf"] = _boolean_input(field)
-        _nested_rules(getattr(serializer, "openapi_rules", {}), schema)
-        _key_rule_as_not(schema)
+                prop["anyOf"] = boolean_input(field)
+        nested_rules(getattr(serializer, "openapi_rules", {}), schema)
+        key_rule_as_not(schema)
         return schema
 
     def _get_request_body(self, direction="request"):
@@ -322,7 +171,7 @@ class ApiAutoSchema(AutoSchema):
             component = self.resolve_serializer(serializer, direction)
             if {"not", "minProperties"} & set(component.schema):
                 body["required"] = True
-            form = _form_variant(component) if media_type in FORM_MEDIA_TYPES else None
+            form = form_variant(component) if media_type in FORM_MEDIA_TYPES else None
             if form is not None:
                 self.registry.register_on_missing(form)
                 content["schema"] = form.ref
@@ -333,10 +182,10 @@ class ApiAutoSchema(AutoSchema):
         parameters: a rule between them (`openapi_rules`) is said in each one's description."""
         result = super()._process_override_parameters(direction)
         for parameter in self.get_override_parameters():
-            rule = _key_rule(getattr(parameter, "openapi_rules", {}))
+            rule = key_rule(getattr(parameter, "openapi_rules", {}))
             if not is_basic_serializer(parameter) or rule is None:
                 continue
-            sentence = _key_rule_sentence(*rule)
+            sentence = key_rule_sentence(*rule)
             for name in rule[0]:
                 query = result[name, OpenApiParameter.QUERY]
                 description = query.get("description")
@@ -409,7 +258,7 @@ def _query_rules(schema: dict) -> None:
     says so with `minLength`/`minItems`."""
     if schema.get("type") == "string" and not {"enum", "format"} & set(schema):
         schema["minLength"] = max(schema.get("minLength", 0), 1)
-        _text_rules(schema, blank=True)
+        text_rules(schema, blank=True)
     elif schema.get("type") == "array":
         schema["minItems"] = max(schema.get("minItems", 0), 1)
 
