@@ -755,9 +755,7 @@ KNOWN_UPWARD_IMPORTS = {
     # Value types and helpers that live in tickets/services but are used below it. Issue 27:
     # move them out of services/ (`ticket_page_url`, `GateResult`/`TypeResult`, `iso`,
     # `phone_to_e164`).
-    ("tickets/serializers.py", "tickets.services"): "ticket_page_url, GateResult, TypeResult",
-    ("tickets/notifications.py", "tickets.services"): "ticket_page_url",
-    ("tickets/calendar.py", "tickets.services"): "ticket_page_url",
+    ("tickets/serializers.py", "tickets.services"): "GateResult, TypeResult",
     ("tickets/rules.py", "tickets.services"): "iso",
     ("tickets/inputs.py", "tickets.services"): "phone_to_e164",
 }

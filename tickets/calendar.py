@@ -12,8 +12,8 @@ from django.conf import settings
 from django.utils import timezone
 from icalendar import Calendar, Event
 
+from .links import ticket_page_url
 from .models import Ticket
-from .services.pages import ticket_page_url
 
 
 def ticket_calendar_uid(ticket: Ticket) -> str:

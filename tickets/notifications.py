@@ -23,9 +23,9 @@ from django.utils import timezone, translation
 from organizers.models import Organizer
 
 from .calendar import ticket_ics
+from .links import ticket_page_url
 from .models import Ticket
 from .qr import qr_png
-from .services.pages import ticket_page_url
 
 logger = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ from ticketing.api.fields import (
     datetime_representation,
 )
 
+from .links import ticket_page_url
 from .models import Order, Ticket
 from .selectors import FORM_ANSWERS
-from .services.pages import ticket_page_url
 from .services.scans import GateResult, TypeResult
 
 

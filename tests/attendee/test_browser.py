@@ -7,8 +7,8 @@ import pytest
 from django.core import mail
 
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
+from tickets.links import ticket_page_path
 from tickets.notifications import ticket_email_send
-from tickets.services.pages import ticket_page_path
 
 from .helpers import qr_decode, ticket_songkran
 

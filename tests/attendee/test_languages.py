@@ -16,9 +16,9 @@ from organizers.models import Organizer
 from tests.factories import UserFactory
 from tests.support import TokenClient, mint_token
 from ticketing.dates import human_date
+from tickets.links import ticket_page_path
 from tickets.models import Ticket
 from tickets.notifications import ticket_email_send
-from tickets.services.pages import ticket_page_path
 
 from .helpers import ticket_songkran
 

@@ -12,9 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from PIL import Image
 
+from tickets.links import ticket_page_path, ticket_page_url
 from tickets.models import Ticket
 from tickets.page_views import CONTENT_SECURITY_POLICY
-from tickets.services.pages import ticket_page_path, ticket_page_token_regenerate, ticket_page_url
+from tickets.services.pages import ticket_page_token_regenerate
 
 from .helpers import qr_decode, qr_read, ticket_songkran
 

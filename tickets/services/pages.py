@@ -2,27 +2,11 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.utils import timezone
 
 from ..codes import page_token_generate
+from ..links import ticket_page_url  # noqa: F401 (the admin imports it from here)
 from ..models import Ticket
-
-TICKET_PAGE_PATH = "/t/"
-
-
-def ticket_page_path(ticket: Ticket) -> str:
-    """The page's path; the root URLconf mounts the page views under `TICKET_PAGE_PATH`."""
-    return f"{TICKET_PAGE_PATH}{ticket.page_token}"
-
-
-def ticket_page_url(ticket: Ticket) -> str:
-    """The page's absolute address, on `SITE_URL`, so it is the same whoever asks and from where.
-
-    Built by concatenation rather than `reverse()`: every Ticket the API returns carries it,
-    including the gate's answers, where the URL resolver's cost would show.
-    """
-    return f"{settings.SITE_URL}{TICKET_PAGE_PATH}{ticket.page_token}"
 
 
 def ticket_page_token_regenerate(*, ticket: Ticket) -> Ticket:
@@ -41,7 +25,9 @@ def ticket_page_token_regenerate(*, ticket: Ticket) -> Ticket:
 def ticket_for_page(*, token: str) -> Ticket | None:
     """The ticket whose page this is, with what the page shows; None for no such token.
 
-    One query on the token's unique index, with the event and the ticket type joined.
+    One query on the token's unique index, with the event, its organizer and the ticket type joined.
     """
-    queryset = Ticket.objects.select_related("event", "ticket_type").filter(page_token=token)
+    queryset = Ticket.objects.select_related("event__organizer", "ticket_type").filter(
+        page_token=token
+    )
     return next(iter(queryset[:1]), None)
