@@ -2,13 +2,13 @@
 
 from django import forms
 
+from ticketing.api.filter_fields import int32_form_field
 from ticketing.api.filtering import (
     ApiFilterSet,
     CommaChoiceFilter,
     OrderByFilter,
     OrderFilter,
     QueryFilter,
-    int32_form_field,
 )
 
 from .models import Event

@@ -2,12 +2,12 @@
 
 from django import forms
 
+from ticketing.api.filter_fields import int32_form_field
 from ticketing.api.filtering import (
     ApiFilterSet,
     OrderByFilter,
     OrderFilter,
     QueryFilter,
-    int32_form_field,
 )
 
 from .models import Membership

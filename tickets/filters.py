@@ -5,18 +5,17 @@ import re
 from django import forms
 from django.db.models import Q
 
+from ticketing.api.filter_fields import JoinedText, int32_form_field
 from ticketing.api.filtering import (
     ApiFilter,
     ApiFilterSet,
     CommaChoiceFilter,
     DateTimeFilter,
     Int32Filter,
-    JoinedText,
     OrderByFilter,
     OrderFilter,
     QueryFilter,
     TextFilter,
-    int32_form_field,
 )
 from ticketing.api.schema_rules import SPACE
 

@@ -1,7 +1,7 @@
 """One trigram index for the tickets' free-text `q` (PostgreSQL only; nothing on SQLite).
 
 `q` searches the reference code, names and email as one text, the columns joined by chr(31)
-(`ticketing.api.filtering.JoinedText`), which Django compiles to exactly the expression below:
+(`ticketing.api.filter_fields.JoinedText`), which Django compiles to exactly the expression below:
 one LIKE per row instead of four, and one index the planner can weigh. At 20,000 tickets the
 four per-column conditions made PostgreSQL prefer reading the whole event (10 ms a query, its
 cost of UPPER and LIKE underestimated) to combining four indexes. The per-column indexes of
