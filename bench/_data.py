@@ -156,10 +156,12 @@ def settle() -> None:
 
 
 def reopen(event_id: int) -> None:
-    """Make the event's admitted tickets active again, with no check-ins, for another round."""
-    from tickets.models import CheckInLog, Ticket
+    """Make the event's admitted tickets active again, with no check-ins (of any check-in type),
+    for another round."""
+    from tickets.models import CheckInLog, Ticket, TicketCheckIn
 
     CheckInLog.objects.filter(ticket__event_id=event_id).delete()
+    TicketCheckIn.objects.filter(ticket__event_id=event_id).delete()
     Ticket.objects.filter(event_id=event_id, status=Ticket.Status.USED).update(
         status=Ticket.Status.ACTIVE, used_at=None
     )

@@ -1,126 +1,81 @@
-"""The gate's workloads on a production-like server, each as a ratio to `GET /info`, in one run.
+"""The gate's workloads on a production-like server, driven by wrk, as ratios, in one run.
 
-Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), from the repository root:
+Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), with wrk installed, from the
+repository root:
 
     python bench/gate.py --rounds 3         # or: make bench-gate
-    python bench/gate.py --seconds 10 --long-seconds 0 --workers 2
+    python bench/gate.py --seconds 10 --workers 2 --extra
 
-It creates a database of its own (the server's name plus `_gate_bench`), seeds one event of
-`--tickets` tickets (`bench/_data.py`), and starts gunicorn with `deploy/gunicorn.conf.py` and the
-production settings plus a counting middleware (`bench/gate_settings.py`, `bench/_counting.py`:
-SQL statements and Redis round trips counted in the server, on the drivers, per request). Then
-each workload runs for `--seconds` at `--concurrency` client threads, one new connection per
-request (as a gate through a proxy that does not keep connections to the clients):
+It creates a database of its own (the server's name plus `_gate_bench`), seeds two events
+(`bench/_data.py`): one in simple mode, one with two check-in types ("Entrance", "VIP Lounge").
+It starts gunicorn with `deploy/gunicorn.conf.py` and the production settings plus a counting
+middleware (`bench/gate_settings.py`, `bench/_counting.py`: SQL statements and Redis round trips
+counted in the server, on the drivers, per request). Each workload is one wrk run
+(`bench/_wrk.py`) of `--seconds` at `--connections` (sync workers close every connection, so
+each request opens one, as a gate through a proxy that does not keep them), after an untimed
+second of its own:
 
-- `GET /info`: no token, no database; the baseline every other line is a ratio to;
+- `GET /info`: no token, no database; the baseline of the first ratios;
 - `GET /organizers`: the trivial authenticated GET;
-- scan-by-code check-in: `POST .../tickets/checkin` with a `reference_code`, each a new ticket;
-- find by code, event-scoped: `GET .../tickets/search?reference_code=`;
-- find by code, global: `GET /tickets/search?event_id=&reference_code=`;
-- free-text `q=` on the event's tickets (a number that matches a ticket or a few);
-- a list page of 50, pages spread over the whole event.
+- a list page of 50, pages drawn at random over the simple event;
+- scan-by-code check-in in simple mode, each scan a ticket not admitted yet;
+- check-in by id (`POST .../tickets/{t}/checkin`), each a ticket not admitted yet;
+- scan-by-code in multi mode with `check_in_type_ids` of 1 type and of 2 types;
+- refusals: scan-by-code of an already used ticket (422) and of an unknown code (404).
 
-Each workload starts from the same settled database: what the one before wrote vacuumed and
-checkpointed, as autovacuum and the checkpointer leave a live one between bursts
-(`bench._data.settle`), so that no workload pays for another's writes.
+With `--extra`, find by code (event-scoped and global) and `q=` too. Every line is a ratio to
+that round's `GET /info`; the multi-mode scans and the refusals also to that round's simple
+scan, with issue 29's targets beside them. With `--rounds N` every workload runs N times, in
+turn (the events' tickets made active again between rounds), and each ratio is the median of
+its rounds' ratios: this machine's speed drifts by tens of percent within minutes. A workload
+after one that wrote starts from a vacuumed and checkpointed database (`bench._data.settle`).
 
-With `--rounds N` every workload runs N times, in turn (the scanned tickets made active again
-between rounds), and each ratio is the median of its rounds' ratios, each to that round's
-`/info`: this machine's speed drifts by tens of percent within minutes, and one round measures
-the drift as much as the code.
-
-Gate tokens are half application tokens, half staff user tokens, one per client thread. Then
-one workload runs `--long-seconds` more, to show its p99 over a long run against its p50. With
-`--q-scale`, two more events (2,000 and 200,000 tickets) time `q=` on each, for the ratio.
+wrk's own CPU and the gunicorn workers' are read from /proc over each run and printed as
+shares of one core: what the generator took from the server on a machine they share.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import os
 import socket
 import statistics
 import sys
-import threading
-import time
-import urllib.parse
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench._counting import REDIS_HEADER, SQL_HEADER  # noqa: E402
+from bench import _wrk  # noqa: E402
 from bench._data import reopen, seed, settle  # noqa: E402
-from bench._harness import Gunicorn, call, own_database, percentile, release_database  # noqa: E402
+from bench._harness import Gunicorn, own_database, percentile, release_database  # noqa: E402
 
 INFO = "GET /info"
+SCAN = "scan-by-code, simple"
+USED = 500  # tickets kept used, for the refusals
+
+# (workload, target, of what): issue 29's Must show.
+TARGETS = {
+    "GET /organizers": (0.40, INFO),
+    "list page of 50": (0.10, INFO),
+    SCAN: (0.30, INFO),
+    "check-in by id": (0.35, INFO),
+    "scan, 1 check-in type": (0.80, SCAN),
+    "scan, 2 check-in types": (0.80, SCAN),
+    "refusal: already used": (0.90, SCAN),
+    "refusal: unknown code": (0.90, SCAN),
+}
 
 
 @dataclass
-class Result:
+class Workload:
     name: str
-    seconds: float = 0.0
-    latencies: list[float] = field(default_factory=list)
-    sql: list[int] = field(default_factory=list)
-    redis: list[int] = field(default_factory=list)
-    failures: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def rate(self) -> float:
-        return len(self.latencies) / self.seconds if self.seconds else 0.0
-
-    def ms(self, pct: float) -> float:
-        return percentile(self.latencies, pct) * 1000
-
-    @staticmethod
-    def mean(values: list[int]) -> float:
-        return sum(values) / len(values) if values else float("nan")
-
-    @classmethod
-    def pooled(cls, name: str, runs: list[Result]) -> Result:
-        """One result of several runs: their requests pooled, at their median rate."""
-        pooled = cls(name)
-        for run in runs:
-            pooled.latencies += run.latencies
-            pooled.sql += run.sql
-            pooled.redis += run.redis
-            for key, count in run.failures.items():
-                pooled.failures[key] = pooled.failures.get(key, 0) + count
-        # The median rate, as a duration over the pooled requests.
-        pooled.seconds = len(pooled.latencies) / statistics.median(run.rate for run in runs)
-        return pooled
-
-
-def run_for(name: str, seconds: float, concurrency: int, send) -> Result:
-    """`send(i, client)` from `concurrency` threads until `seconds` have passed."""
-    result = Result(name)
-    counter = iter(range(10**12))
-    lock = threading.Lock()
-    deadline = time.monotonic() + seconds
-
-    def client(number: int) -> None:
-        while time.monotonic() < deadline:
-            with lock:
-                i = next(counter)
-            reply = send(i, number)
-            with lock:
-                result.latencies.append(reply.elapsed)
-                if SQL_HEADER in reply.headers:
-                    result.sql.append(int(reply.headers[SQL_HEADER]))
-                    result.redis.append(int(reply.headers[REDIS_HEADER]))
-                if reply.status != 200:
-                    key = f"{reply.status} {reply.code or reply.error or ''}".strip()
-                    result.failures[key] = result.failures.get(key, 0) + 1
-
-    threads = [threading.Thread(target=client, args=(n,)) for n in range(concurrency)]
-    started = time.monotonic()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    result.seconds = time.monotonic() - started
-    return result
+    load: _wrk.Load
+    expected: set[int]
+    writes: bool = False
+    pool: list | None = None  # items each run takes its own slice of (not yet admitted)
 
 
 def free_port() -> int:
@@ -131,22 +86,179 @@ def free_port() -> int:
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=15, help="Timed seconds per workload.")
-    parser.add_argument("--warmup", type=float, default=2, help="Untimed seconds per workload.")
-    parser.add_argument("--long-seconds", type=float, default=60, help="The long run (0: none).")
-    parser.add_argument("--concurrency", type=int, default=8, help="Client threads.")
-    parser.add_argument("--tickets", type=int, default=20_000, help="Tickets of the event.")
+    parser.add_argument("--seconds", type=float, default=6, help="Timed seconds per workload.")
+    parser.add_argument("--connections", type=int, default=8, help="wrk connections (gates).")
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads.")
+    parser.add_argument("--rounds", type=int, default=1, help="Each ratio: median of rounds'.")
     parser.add_argument("--port", type=int, default=0, help="Loopback port (0: a free one).")
-    parser.add_argument("--workers", type=int, default=None, help="Default: the config's.")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=1,
-        help="Times every workload runs, in turn; each ratio is the median of its rounds'.",
-    )
-    parser.add_argument("--q-scale", action="store_true", help="Also q= at 2,000 vs 200,000.")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
+    parser.add_argument("--per-second", type=int, default=900, help="Tickets per timed second.")
+    parser.add_argument("--extra", action="store_true", help="Also find by code and q=.")
+    parser.add_argument("--json", type=Path, help="Also write the rounds' figures here.")
     parser.add_argument("--keep-db", action="store_true", help="Do not drop the bench database.")
     return parser.parse_args()
+
+
+def seed_events(per_run: int):
+    """The simple event (scans, check-ins by id, used tickets) and the multi-mode one."""
+    from events.models import CheckInType
+    from tickets.models import Ticket
+
+    warm = max(200, per_run // 5)
+    simple = seed(tickets=2 * (warm + per_run) + USED, gates=8, label="gate")
+    multi = seed(tickets=2 * (warm + per_run), gates=8, label="gate-multi")
+    types = [
+        CheckInType.objects.create(event_id=multi.event_id, name=name, position=n).pk
+        for n, name in enumerate(("Entrance", "VIP Lounge"))
+    ]
+
+    def codes(data, ids):
+        by_id = dict(
+            Ticket.objects.filter(event_id=data.event_id).values_list("id", "reference_code")
+        )
+        return [by_id[i] for i in ids]
+
+    n = warm + per_run
+    simple_ids = simple.ticket_ids
+    return (
+        simple,
+        multi,
+        types,
+        {
+            "scan": codes(simple, simple_ids[:n]),
+            "by id": simple_ids[n : 2 * n],
+            "used": codes(simple, simple_ids[2 * n :]),
+            "multi 1": codes(multi, multi.ticket_ids[:n]),
+            "multi 2": codes(multi, multi.ticket_ids[n:]),
+        },
+        warm,
+    )
+
+
+def mark_used(event_id: int, codes: list[str]) -> None:
+    from django.utils import timezone
+
+    from tickets.models import Ticket
+
+    Ticket.objects.filter(event_id=event_id, reference_code__in=codes).update(
+        status=Ticket.Status.USED, used_at=timezone.now()
+    )
+
+
+def workloads(simple, multi, types, pools, *, pages: int, extra: bool) -> list[Workload]:
+    scan = "/tickets/checkin"
+    code = '{"reference_code": "%s"}'
+
+    def multi_body(type_ids):
+        return '{"reference_code": "%s", "check_in_type_ids": ' + json.dumps(type_ids) + "}"
+
+    def load(path, data, **kwargs):
+        return _wrk.Load(path, tokens=data.gate_tokens, **kwargs)
+
+    post = dict(method="POST")
+    found = [
+        Workload(INFO, _wrk.Load("/api/public/info"), {200}),
+        Workload("GET /organizers", load("/api/public/organizers", simple), {200}),
+        Workload(
+            "list page of 50",
+            load(
+                f"{simple.event_path}/tickets?per_page=50&page=%s",
+                simple,
+                items=list(range(1, pages + 1)),
+                random=True,
+            ),
+            {200},
+        ),
+        Workload(
+            SCAN,
+            load(simple.event_path + scan, simple, body=code, **post),
+            {200},
+            True,
+            pools["scan"],
+        ),
+        Workload(
+            "check-in by id",
+            load(f"{simple.event_path}/tickets/%s/checkin", simple, body="{}", **post),
+            {200},
+            True,
+            pools["by id"],
+        ),
+        Workload(
+            "scan, 1 check-in type",
+            load(multi.event_path + scan, multi, body=multi_body(types[:1]), **post),
+            {200},
+            True,
+            pools["multi 1"],
+        ),
+        Workload(
+            "scan, 2 check-in types",
+            load(multi.event_path + scan, multi, body=multi_body(types), **post),
+            {200},
+            True,
+            pools["multi 2"],
+        ),
+        Workload(
+            "refusal: already used",
+            load(
+                simple.event_path + scan,
+                simple,
+                body=code,
+                items=pools["used"],
+                random=True,
+                **post,
+            ),
+            {422},
+            True,
+        ),
+        Workload(
+            "refusal: unknown code",
+            load(
+                simple.event_path + scan,
+                simple,
+                body=code,
+                random=True,
+                items=[f"NOSUCH{n:06d}" for n in range(5000)],
+                **post,
+            ),
+            {404},
+            True,
+        ),
+    ]
+    if extra:
+        codes = pools["scan"] + pools["used"]
+        found += [
+            Workload(
+                "find by code, event",
+                load(
+                    f"{simple.event_path}/tickets/search?reference_code=%s",
+                    simple,
+                    items=codes,
+                    random=True,
+                ),
+                {200},
+            ),
+            Workload(
+                "find by code, global",
+                load(
+                    f"/api/public/tickets/search?event_id={simple.event_id}&reference_code=%s",
+                    simple,
+                    items=codes,
+                    random=True,
+                ),
+                {200},
+            ),
+            Workload(
+                "q= on event tickets",
+                load(
+                    f"{simple.event_path}/tickets?q=%s",
+                    simple,
+                    random=True,
+                    items=list(range(len(simple.ticket_ids))),
+                ),
+                {200},
+            ),
+        ]
+    return found
 
 
 def main() -> int:
@@ -159,163 +271,117 @@ def main() -> int:
         API_RATE_LIMIT="100000000/m",
         CACHE_KEY_PREFIX="gate-bench",
     )
-    data = seed(tickets=args.tickets, gates=args.concurrency, label="gate")
-    from django.urls import NoReverseMatch, reverse
-
-    from tickets.models import Ticket
-
-    codes = dict(Ticket.objects.filter(event_id=data.event_id).values_list("id", "reference_code"))
-    all_codes = [codes[i] for i in data.ticket_ids]
-    scan_codes = iter(all_codes)  # each scan a ticket not admitted yet (in this round)
-    scan_lock = threading.Lock()
-    try:
-        scan_path = reverse(
-            "ticket-scan-checkin",
-            kwargs={"organizer_id": data.organizer_id, "event_id": data.event_id},
-        )
-    except NoReverseMatch:
-        scan_path = None
-    event = data.event_path
-    pages = max(1, args.tickets // 50)
-    rng = random.Random(14)
-
-    def token(client: int) -> str:
-        return data.gate_tokens[client % len(data.gate_tokens)]
-
-    def get(path_of):
-        def send(i: int, client: int):
-            return call("GET", port, path_of(i), token=token(client))
-
-        return send
-
-    def scan(i: int, client: int):
-        with scan_lock:
-            code = next(scan_codes, None)
-        if code is None:
-            raise SystemExit("Ran out of tickets to scan: raise --tickets or lower --seconds.")
-        return call("POST", port, scan_path, token=token(client), form={"reference_code": code})
-
-    def code(i: int) -> str:
-        return urllib.parse.quote(rng.choice(all_codes))
-
-    workloads = [
-        (INFO, lambda i, client: call("GET", port, "/api/public/info")),
-        ("GET /organizers", get(lambda i: "/api/public/organizers")),
-        ("scan-by-code check-in", scan if scan_path else None),
-        ("find by code, event", get(lambda i: f"{event}/tickets/search?reference_code={code(i)}")),
-        (
-            "find by code, global",
-            get(
-                lambda i: (
-                    f"/api/public/tickets/search?event_id={data.event_id}&reference_code={code(i)}"
-                )
-            ),
-        ),
-        ("q= on event tickets", get(lambda i: f"{event}/tickets?q={rng.randrange(args.tickets)}")),
-        (
-            "list page of 50",
-            get(lambda i: f"{event}/tickets?per_page=50&page={rng.randrange(1, pages + 1)}"),
-        ),
-    ]
-    scale_events = []
-    if args.q_scale:
-        for size in (2_000, 200_000):
-            print(f"seeding an event of {size:,} tickets for q=", flush=True)
-            other = seed(tickets=size, gates=args.concurrency, label=f"q{size}")
-            scale_events.append((size, other))
-
+    per_run = int(args.per_second * args.seconds)
+    simple, multi, types, pools, warm = seed_events(per_run)
+    pages = max(1, len(simple.ticket_ids) // 50)
+    plan = workloads(simple, multi, types, pools, pages=pages, extra=args.extra)
     server = Gunicorn(port=port, env=env, workers=args.workers, name="gate-bench")
     server.start()
-    rounds: dict[str, list[Result]] = {name: [] for name, send in workloads if send}
-    long_result = None
-    scale_results = []
+    rounds: dict[str, list[_wrk.WrkRun]] = {w.name: [] for w in plan}
     try:
         server.wait_ready()
         workers = len(server.worker_pids())
-        print(f"gunicorn on 127.0.0.1:{port}, {workers} workers, c={args.concurrency}", flush=True)
+        print(f"gunicorn on 127.0.0.1:{port}, {workers} workers, wrk -t{args.threads} "
+              f"-c{args.connections}", flush=True)  # fmt: skip
         for number in range(1, args.rounds + 1):
-            if number > 1:  # the same tickets to scan again
+            for data in (simple, multi):
                 reopen(data.event_id)
-                scan_codes = iter(all_codes)
-            for name, send in workloads:
-                if send is None:
-                    continue
-                settle()  # each workload from the same settled database (`bench._data.settle`)
-                if args.warmup:
-                    run_for(name, args.warmup, args.concurrency, send)
-                rounds[name].append(run_for(name, args.seconds, args.concurrency, send))
-                print(f"  {number}: {name:<24} {rounds[name][-1].rate:8.1f} req/s", flush=True)
-        if args.long_seconds:
+            mark_used(simple.event_id, pools["used"])
             settle()
-            name, send = workloads[3]
-            long_result = run_for(f"{name} ({args.long_seconds:.0f} s)", args.long_seconds,
-                                  args.concurrency, send)  # fmt: skip
-        for size, other in scale_events:
-
-            def q_other(i: int, client: int, other=other, size=size):
-                tokens = other.gate_tokens
-                path = f"{other.event_path}/tickets?q={rng.randrange(size)}"
-                return call("GET", port, path, token=tokens[client % len(tokens)])
-
-            settle()
-            run_for("warm-up", args.warmup, args.concurrency, q_other)
-            scale_results.append((size, run_for(f"q= at {size:,}", args.seconds,
-                                                 args.concurrency, q_other)))  # fmt: skip
+            wrote = False
+            for workload in plan:
+                if wrote:
+                    settle()  # from the same settled database (`bench._data.settle`)
+                common = dict(connections=args.connections, threads=args.threads,
+                              server_pids=server.worker_pids)  # fmt: skip
+                warm_load, timed_load = workload.load, workload.load
+                if workload.pool is not None:
+                    warm_load = _copy(workload.load, workload.pool[:warm])
+                    timed_load = _copy(workload.load, workload.pool[warm:])
+                _wrk.run("warm-up", port, warm_load, seconds=1, **common)
+                result = _wrk.run(workload.name, port, timed_load, seconds=args.seconds, **common)
+                rounds[workload.name].append(result)
+                wrote = workload.writes
+                print(f"  {number}: {workload.name:<24} {result.rate:8.1f} req/s  "
+                      f"wrk {result.wrk_core_share:4.0%} of a core", flush=True)  # fmt: skip
     finally:
         server.stop()
         release_database(bench_url, keep=args.keep_db)
+    if args.json:
+        args.json.write_text(json.dumps({k: [r.__dict__ for r in v] for k, v in rounds.items()}))
+    return report(args, plan, rounds, workers)
 
-    info_rates = [result.rate for result in rounds[INFO]]
-    info_rate = statistics.median(info_rates)
-    in_rounds = (
-        f"; in {args.rounds} rounds: pooled percentiles, median rate and ratio (the ratio's range "
-        "in brackets)"
-        if args.rounds > 1
-        else ""
-    )
+
+def _copy(load: _wrk.Load, items: list) -> _wrk.Load:
+    return _wrk.Load(**{**load.__dict__, "items": items})
+
+
+def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], workers: int) -> int:
+    def ratios(name: str, of: str) -> list[float]:
+        return [a.rate / b.rate for a, b in zip(rounds[name], rounds[of], strict=True) if b.rate]
+
     print(
-        f"\n{args.tickets:,} tickets; each workload {args.seconds:.0f} s at c={args.concurrency}, "
-        f"a new connection per request; {workers} gunicorn workers; ratios to {INFO} in this run"
-        f"{in_rounds}"
+        f"\n{len(rounds[INFO])} round(s); each workload {args.seconds:.0f} s, wrk -t{args.threads} "
+        f"-c{args.connections}, a new connection per request; {workers} gunicorn sync workers; "
+        "median rate of the rounds, p50/p99 of the median round, ratios: median of the rounds' "
+        "(range in brackets)"
     )
     header = (
-        f"{'workload':<26} {'req/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'SQL/req':>8} "
-        f"{'Redis/req':>9} {'vs /info':>8}  non-200"
+        f"{'workload':<24} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'SQL/req':>7} {'Redis':>5} "
+        f"{'vs /info':>8} {'vs scan':>8} {'target':>12} {'wrk core':>8} {'server':>6}  non-expected"
     )
     print(header)
     print("-" * len(header))
+    failed = False
+    cores = os.cpu_count() or 1
+    for workload in plan:
+        runs = rounds[workload.name]
+        middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+        vs_info = ratios(workload.name, INFO)
+        scan_target = workload.name == SCAN or TARGETS.get(workload.name, (0, ""))[1] == SCAN
+        vs_scan = ratios(workload.name, SCAN) if scan_target else []
+        target_text, met = "", True
+        if workload.name in TARGETS:
+            target, of = TARGETS[workload.name]
+            value = statistics.median(vs_info if of == INFO else vs_scan)
+            met = value >= target
+            verdict = "ok" if met else "MISS"
+            target_text = f"≥{target:.0%} {'/info' if of == INFO else 'scan'} {verdict}"
+        bad = {}
+        for run in runs:
+            for status, count in run.unexpected(workload.expected).items():
+                bad[status] = bad.get(status, 0) + count
+            if run.socket_errors:
+                bad["socket errors"] = bad.get("socket errors", 0) + run.socket_errors
+            if run.exhausted:
+                bad["ran out of tickets"] = bad.get("ran out of tickets", 0) + run.exhausted
+        failed = failed or bool(bad)
 
-    def line(name: str, result: Result | None, ratios: list[float] | None = None) -> None:
-        if result is None:
-            print(f"{name:<26} not available (no scan-by-code route)")
-            return
-        ratios = ratios or [result.rate / info_rate]
-        spread = f" [{min(ratios):.1%}–{max(ratios):.1%}]" if len(ratios) > 1 else ""
-        print(
-            f"{name:<26} {result.rate:8.1f} {result.ms(50):8.1f} {result.ms(99):8.1f} "
-            f"{Result.mean(result.sql):8.2f} {Result.mean(result.redis):9.2f} "
-            f"{statistics.median(ratios):8.1%}  {result.failures or '-'}{spread}"
-        )
+        def cell(values: list[float]) -> str:
+            if not values:
+                return f"{'':>8}"
+            spread = f"[{min(values):.0%}–{max(values):.0%}]" if len(values) > 1 else ""
+            return f"{statistics.median(values):8.1%}" + (f" {spread}" if spread else "")
 
-    for name, send in workloads:
-        if send is None:
-            line(name, None)
-            continue
-        runs = rounds[name]
-        pooled = Result.pooled(name, runs)
-        line(name, pooled, [run.rate / info for run, info in zip(runs, info_rates, strict=True)])
-    if long_result is not None:
-        line(long_result.name, long_result)
         print(
-            f"{long_result.name}: p99 is {long_result.ms(99) / long_result.ms(50):.1f}× its p50 "
-            f"(target ≤ 4×)"
+            f"{workload.name:<24} {statistics.median(r.rate for r in runs):7.1f} "
+            f"{middle.p50_ms:7.1f} {middle.p99_ms:7.1f} {middle.sql_per_request:7.2f} "
+            f"{middle.redis_per_request:5.2f} {cell(vs_info)} {cell(vs_scan)} {target_text:>12} "
+            f"{statistics.median(r.wrk_core_share for r in runs):8.0%} "
+            f"{statistics.median(r.server_core_share for r in runs):6.0%}  {bad or '-'}"
         )
-    if scale_results:
-        for _, result in scale_results:
-            line(result.name, result)
-        (_, small), (_, large) = scale_results
-        print(f"q= p50 at 200,000 / at 2,000: {large.ms(50) / small.ms(50):.2f}× (target ≤ 2×)")
-    failed = any(run.failures for runs in rounds.values() for run in runs)
+    all_runs = [run for runs in rounds.values() for run in runs]
+    wrk_cpu = sum(run.wrk_cpu_seconds for run in all_runs)
+    server_cpu = sum(run.server_cpu_seconds for run in all_runs)
+    wall = sum(run.wall_seconds for run in all_runs)
+    print(
+        f"wrk's own CPU over the timed runs: {wrk_cpu:.1f} s in {wall:.0f} s = "
+        f"{wrk_cpu / wall:.0%} of one core, {wrk_cpu / wall / cores:.0%} of the machine's {cores} "
+        f"cores; the gunicorn workers' {server_cpu / wall:.0%} of one core "
+        f"(wrk = {wrk_cpu / (wrk_cpu + server_cpu):.0%} of the two's CPU)"
+    )
+    p99 = percentile([run.p99_ms for run in rounds[SCAN]], 50)
+    print(f"{SCAN}: p99 {p99:.1f} ms (median of the rounds' p99)")
     return 1 if failed else 0
 
 
