@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from .caches import DEFAULT_BREAKER_SECONDS, DEFAULT_TIMEOUT_MS, redis_caches
 from .env import env_bool, env_int, env_list, env_str
+from .replicas import replica_databases
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -54,6 +55,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: every response (redirects and errors of later middleware too) carries the id.
     "ticketing.middleware.RequestIdMiddleware",
+    # Counts and times each response for /metrics; absent unless METRICS_TOKEN is set.
+    "ticketing.metrics.RequestMetricsMiddleware",
     # Next: API answers (errors of later middleware too) are never stored by a cache.
     "ticketing.middleware.ApiNoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -109,7 +112,12 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # at the end of the request (close_if_unusable_or_obsolete), so the next one reconnects.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})
-    if env_bool("DB_PREPARED_STATEMENTS", default=True):
+    if env_bool("DB_TRANSACTION_POOLER", default=False):
+        # PgBouncer in transaction mode (deploy/pgbouncer.sh): each transaction may run on
+        # another server connection, so nothing may outlive one: no prepared statements
+        # (PgBouncer 1.18), no cursors kept open across transactions (.iterator()).
+        DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = True
+    elif env_bool("DB_PREPARED_STATEMENTS", default=True):
         # The gate repeats a few statements thousands of times on each persistent connection:
         # psycopg prepares a statement after a few runs, and PostgreSQL stops planning it anew
         # (half the database's work per check-in). A pooler in transaction mode needs
@@ -117,6 +125,10 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
         DATABASES["default"]["OPTIONS"]["prepare_threshold"] = 2
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+    # Read replicas (ticketing.db_routing): snapshot-tolerant reads go there when one is fresh.
+    DATABASES.update(replica_databases(DATABASES["default"], env_list("DATABASE_REPLICA_URLS", [])))
+    if len(DATABASES) > 1:
+        DATABASE_ROUTERS = ["ticketing.db_routing.ReplicaRouter"]
 
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 
@@ -194,6 +206,18 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tickets@localhost")
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
 # The file backend's directory (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend).
 EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH")
+# The ticket email comes from `"<organizer> via <SITE_NAME>" <DEFAULT_FROM_EMAIL>`.
+SITE_NAME = env_str("SITE_NAME", "Ticketing")
+
+# Apple Wallet passes of tickets (tickets/wallet.py). Without a pass certificate the ticket page
+# shows no Wallet link and `/t/<token>/ticket.pkpass` is a 404. PEM files: the Pass Type ID
+# certificate, its private key, and Apple's WWDR intermediate certificate that signed it.
+WALLET_PASS_TYPE_ID = env_str("WALLET_PASS_TYPE_ID", "")
+WALLET_TEAM_ID = env_str("WALLET_TEAM_ID", "")
+WALLET_CERTIFICATE = env_str("WALLET_CERTIFICATE", "")
+WALLET_KEY = env_str("WALLET_KEY", "")
+WALLET_KEY_PASSWORD = env_str("WALLET_KEY_PASSWORD", "")
+WALLET_WWDR_CERTIFICATE = env_str("WALLET_WWDR_CERTIFICATE", "")
 
 # --- Background tasks and webhooks ---------------------------------------------------------
 
@@ -240,6 +264,14 @@ WEBHOOK_BREAKER_COOLDOWN_SECONDS = env_int("WEBHOOK_BREAKER_COOLDOWN_SECONDS", 6
 # An event whose deliveries are all finished, and untouched, for this many days is deleted with
 # them and their attempts by `manage.py prune`.
 WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30)
+
+# --- Metrics --------------------------------------------------------------------------------
+
+# `GET /metrics` (Prometheus) answers only `Authorization: Bearer <METRICS_TOKEN>`; without a
+# token the endpoint is off (404) and requests are not counted.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+# An event's check-in series are kept this long after its end, then dropped.
+METRICS_EVENT_GRACE_HOURS = env_int("METRICS_EVENT_GRACE_HOURS", 24)
 
 # --- Public API -----------------------------------------------------------------------------
 

@@ -32,12 +32,18 @@ STORAGES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # A runaway query must not hold a worker (and its locks) for ever: PostgreSQL cancels it and
     # the client gets a 503 with Retry-After. 0 turns the limit off.
+    # Through PgBouncer, the pooler sets it on its server connections (deploy/pgbouncer.sh):
+    # it refuses a client's startup options.
     _statement_timeout_ms = env_int("DB_STATEMENT_TIMEOUT_MS", 15000)
-    _options = DATABASES["default"]["OPTIONS"]
-    _options["options"] = (
-        f"{_options.get('options', '')} -c statement_timeout={_statement_timeout_ms}"
-    )
-    _options["options"] = _options["options"].strip()
+    _pooled = env_bool("DB_TRANSACTION_POOLER", default=False)
+    for _alias, _database in DATABASES.items():
+        if _alias == "default" and _pooled:
+            continue
+        _options = _database.setdefault("OPTIONS", {})
+        _options["options"] = (
+            f"{_options.get('options', '')} -c statement_timeout={_statement_timeout_ms}"
+        )
+        _options["options"] = _options["options"].strip()
 
 SILENCED_SYSTEM_CHECKS = [
     # The spec lets every call carry its token as the `access_token` query parameter; the
