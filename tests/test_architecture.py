@@ -293,8 +293,6 @@ KNOWN_PRIVATE_USES = {
     # Django's OutputWrapper: the raw stream behind a command's stdout.
     ("tickets/management/commands/export_tickets.py", "_out"): "Django OutputWrapper._out",
     ("tickets/management/commands/import_tickets.py", "_out"): "Django OutputWrapper._out",
-    # django-tasks' backend: a task id as it makes one, for the one-statement insert.
-    ("webhooks/services.py", "_get_id"): "django-tasks backend internals",
 }
 
 
@@ -653,14 +651,6 @@ def _queryset_root(expr: ast.expr, local: dict, depth: int = 0) -> ast.expr:
 
 
 KNOWN_FOREIGN_SQL = {
-    # The one-statement check-in queues its webhook task by inserting django-tasks-db's row
-    # itself (`webhook_event_insert_sql`, the row's values from `_task_row`). Issue 27: queue
-    # through django-tasks' own enqueue, or a table of ours a task drains.
-    ("webhooks/services.py", "DBTaskResult._meta.db_table"): "inserts into DBTaskResult",
-    # A webhook task claims, finishes and releases other due tasks of its kind as django-tasks'
-    # worker would (`tasks_run_batched`). Issue 27: batch on a table of ours instead.
-    ("webhooks/batching.py", "DBTaskResult.select_for_update"): "re-implements the claim",
-    ("webhooks/batching.py", "DBTaskResult.update"): "re-implements claim and finish",
     # A task RUNNING past the lease lost its worker and is made READY again: django-tasks
     # does not (its issue #46). Issue 27: take it from django-tasks once it does.
     ("ticketing/task_queue.py", "DBTaskResult.update"): "requeues abandoned tasks",

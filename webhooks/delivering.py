@@ -1,116 +1,116 @@
 """Sending webhook events (CONTRACT §13): the bodies of the delivery tasks.
 
-A recorded event is dispatched by one task (`webhook_event_dispatch`), which a worker runs
-together with other due ones (`batching`): it creates a delivery per endpoint subscribed to
-each event, posts to all of them at once and logs every attempt in one transaction. A failed
-delivery is retried by a task of its own (`webhook_delivery_attempt`), scheduled in the
-transaction that logs the failure, until the delivery is a day old; the admin's redeliver goes
-the same way. Both run the same two steps: `_send` (no database) and
-`_attempts_record` (the decisions).
+The outbox relay queues a task per batch of one organizer's events (`outbox`): it renders the
+events a change's statement recorded, creates a delivery per endpoint subscribed to each,
+posts them and logs every attempt in one transaction (`outcomes.attempts_record`, which also
+schedules the retry of a failed one as a task of its own, `webhook_delivery_attempt`, until
+the delivery is a day old). Pings and the admin's redeliveries go the same way as retries.
 
-One organizer's slow endpoints must not hold up everyone's deliveries (issue 28). An endpoint
-whose attempts keep getting no answer costs a whole timeout each, so it has a circuit breaker:
-after WEBHOOK_BREAKER_FAILURES of them in a row it is backed off for a cool-down, during which
-its due attempts are logged as not sent and rescheduled to the cool-down's end, at no cost to
-the network or the worker; the first attempt after it is a probe, and an answer closes the
-breaker. A batch's POSTs share the senders fairly between organizers (`_send_batch`).
+One organizer cannot slow another (issue 28): a worker of the webhooks queue runs many tasks
+at once (`manage.py run_worker`'s threads), a task's POSTs go out together, and an organizer
+has at most WEBHOOK_IN_FLIGHT_PER_ORGANIZER attempts in flight across all workers
+(`statements.organizer_slots`). A task that finds its organizer's slots all taken queues its
+work again a moment later and frees its thread for other organizers' tasks; so one organizer's
+hung receivers hold at most that many threads, and another organizer's first attempt starts
+as soon as its task is claimed. An endpoint that keeps not answering is backed off by its
+circuit breaker (`outcomes`), and then sent one POST at a time.
 """
 
 from __future__ import annotations
 
 import json
-import logging
+import random
 import time
-from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.core.mail import send_mail
-from django.db import transaction
-from django.template.loader import render_to_string
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
-from organizers.models import Membership
-
 from . import tasks
 from .exceptions import WebhookUrlRefused
-from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from .models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from .network import DeliveryError, post, target_check
+from .outbox import webhook_events_complete
+from .outcomes import Attempt, attempts_record, webhook_endpoint_disabled_notify
 from .secrets import secret_decrypt
+from .statements import organizer_slots
 
-logger = logging.getLogger(__name__)
+__all__ = [
+    "webhook_delivery_attempt",
+    "webhook_endpoint_disabled_notify",
+    "webhook_events_dispatch",
+]
 
 USER_AGENT = "ticketing-webhooks/1"
 # A retry task runs at its delivery's `next_attempt_at`; one found well before it is a stale
 # copy whose chain was already continued.
 NOT_DUE_LEEWAY_SECONDS = 5
-# The POSTs of a batch are sent at once, so a slow endpoint delays no other; while another
-# organizer's wait, one organizer's take at most half of the senders (`_send_batch`).
-SENDERS = 8
+# The threads that post, shared by all the tasks a worker runs at once; each task uses at most
+# its organizer's free slots of them.
+SENDERS = 64
 _senders = ThreadPoolExecutor(max_workers=SENDERS, thread_name_prefix="webhook-send")
-# The events a dispatch (or publish) task takes on with its own (`batching`), and the POSTs
-# they may make: even if every one times out, the batch ends within
-# BATCH_POSTS / SENDERS × WEBHOOK_TIMEOUT_SECONDS (80 s at the default 10 s), well within the
-# lease after which a task still running is deemed lost (TASK_LEASE_SECONDS).
-BATCH_EVENTS = 20
-BATCH_POSTS = 64
+# The POSTs a dispatch task makes at most; its other events go to a task of their own. Even if
+# every one times out, a task ends within BATCH_POSTS × WEBHOOK_TIMEOUT_SECONDS (one slot),
+# well within the lease after which a task still running is deemed lost (TASK_LEASE_SECONDS).
+BATCH_POSTS = 16
 BACKED_OFF = "endpoint backed off: not sent"
 
 
-@dataclass(frozen=True)
-class Attempt:
-    delivery_id: int
-    endpoint: WebhookEndpoint
-    attempted_at: datetime
-    status_code: int | None
-    duration_ms: int
-    error: str
-    give_up: bool  # the endpoint is disabled: no retry, and no mark on its health
-    # No answer, or a failing one after half the timeout or more: what the breaker counts.
-    stalled: bool = False
-    backed_off: bool = False  # not sent: the endpoint's breaker is open
-
-    @property
-    def succeeded(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
+def _later() -> datetime:
+    """When work whose organizer had no free slot is tried again: about half a timeout, when
+    one of the attempts holding them has likely ended (jittered, so retries spread)."""
+    seconds = settings.WEBHOOK_TIMEOUT_SECONDS * random.uniform(0.25, 0.75)
+    return timezone.now() + timedelta(seconds=seconds)
 
 
-def retry_delay(attempt_count: int) -> timedelta:
-    """How long after the start of failed attempt n the next one is due: base, 2 × base,
-    4 × base... up to the cap."""
-    base = settings.WEBHOOK_RETRY_BASE_SECONDS
-    exponent = min(attempt_count - 1, 32)
-    return timedelta(seconds=min(base * 2**exponent, settings.WEBHOOK_RETRY_MAX_DELAY_SECONDS))
-
-
-def webhook_events_dispatch(*, event_ids: list[str]) -> set[str]:
-    """Fan recorded events out to the endpoints subscribed to them, and attempt each delivery;
-    the ids of those left for another run (`webhook_events_fan_out`).
+def webhook_events_dispatch(*, event_ids: list[str]) -> None:
+    """Send recorded events to the endpoints subscribed to them (a dispatch task's body).
 
     Run twice (a worker lost mid-task), it adds no delivery (one per event and endpoint) and
     sends again only those never attempted (receivers deduplicate by `webhook-id`): a failed
     one already has its retry scheduled.
     """
-    found = WebhookEvent.objects.in_bulk(event_ids)
-    return webhook_events_fan_out([found[pk] for pk in dict.fromkeys(event_ids) if pk in found])
+    by_organizer: dict[int, list[WebhookEvent]] = {}
+    for event in webhook_events_complete(event_ids):
+        by_organizer.setdefault(event.organizer_id, []).append(event)
+    for organizer_id, events in by_organizer.items():
+        _organizer_dispatch(organizer_id, events)
 
 
-def webhook_events_fan_out(events: list[WebhookEvent]) -> set[str]:
-    """`webhook_events_dispatch` for events already read, in one pass: one INSERT of their
-    deliveries, their POSTs all at once, one transaction logging them.
+def _organizer_dispatch(organizer_id: int, events: list[WebhookEvent]) -> None:
+    """One organizer's events: their deliveries created in one INSERT, their POSTs sent within
+    the organizer's free slots. Events beyond BATCH_POSTS go to another task; with no free
+    slot, all of them, a moment later."""
+    pending = _fan_out(organizer_id, events)
+    posts, left, sending = [], [], []
+    for event in events:
+        deliveries = pending[event.pk]
+        if posts and len(posts) + len(deliveries) > BATCH_POSTS:
+            left.append(event.pk)
+            continue
+        sending.append(event.pk)
+        body = json.dumps(event.payload, separators=(",", ":"), ensure_ascii=False)
+        posts.extend((event, body, delivery) for delivery in deliveries)
+    if left:
+        tasks.webhook_events_dispatch.enqueue(left)
+    if not posts:
+        return
+    cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
+    with organizer_slots(organizer_id=organizer_id, want=len(posts), cap=cap) as slots:
+        if not slots:
+            tasks.webhook_events_dispatch.using(run_after=_later()).enqueue(sending)
+            return
+        attempts = _send_all(posts, slots=slots)
+    attempts_record(attempts)
 
-    The first event is always sent; the others while their deliveries fit in `BATCH_POSTS`.
-    Returns the ids of the events left out: their deliveries exist, never attempted, and are
-    sent when they are dispatched again.
-    """
-    endpoints: dict[int, list[WebhookEndpoint]] = {}
-    for organizer_id in dict.fromkeys(event.organizer_id for event in events):
-        endpoints[organizer_id] = list(
-            WebhookEndpoint.objects.filter(organizer_id=organizer_id, is_active=True)
-        )
+
+def _fan_out(organizer_id: int, events: list[WebhookEvent]) -> dict[str, list[WebhookDelivery]]:
+    """Each event's deliveries never attempted, after creating those missing: one per active
+    endpoint subscribed to it."""
+    endpoints = list(WebhookEndpoint.objects.filter(organizer_id=organizer_id, is_active=True))
     WebhookDelivery.objects.bulk_create(
         [
             WebhookDelivery(
@@ -120,7 +120,7 @@ def webhook_events_fan_out(events: list[WebhookEvent]) -> set[str]:
                 next_attempt_at=event.created_at,
             )
             for event in events
-            for endpoint in endpoints[event.organizer_id]
+            for endpoint in endpoints
             if endpoint.subscribes_to(event.type)
         ],
         ignore_conflicts=True,
@@ -130,25 +130,17 @@ def webhook_events_fan_out(events: list[WebhookEvent]) -> set[str]:
         event__in=events, status=WebhookDelivery.Status.PENDING, attempt_count=0
     ).select_related("endpoint"):
         pending[delivery.event_id].append(delivery)
-    sending, left, posts = [], set(), 0
-    for event in events:
-        deliveries = pending[event.pk]
-        if sending and posts + len(deliveries) > BATCH_POSTS:
-            left.add(event.pk)
-        else:
-            sending.append((event, deliveries))
-            posts += len(deliveries)
-    _attempt(sending)
-    return left
+    return pending
 
 
 def webhook_delivery_attempt(*, delivery_id: int) -> None:
-    """Attempt one pending delivery (a retry or a redelivery).
+    """Attempt one pending delivery (a retry, a ping or a redelivery).
 
     A delivery that is gone (endpoint deleted), no longer pending, or whose next attempt is
     not due (a task run twice, after its first run scheduled the next) is skipped. A non-2xx
     answer, a timeout, a refused connection or a refused address is a failed attempt: the next
-    is scheduled, or the delivery fails once it is a day old.
+    is scheduled, or the delivery fails once it is a day old. With its organizer's slots all
+    taken, it is tried again a moment later.
     """
     delivery = (
         WebhookDelivery.objects.select_related("event", "endpoint").filter(pk=delivery_id).first()
@@ -158,19 +150,18 @@ def webhook_delivery_attempt(*, delivery_id: int) -> None:
     due = delivery.next_attempt_at
     if due is not None and due > timezone.now() + timedelta(seconds=NOT_DUE_LEEWAY_SECONDS):
         return
-    _attempt([(delivery.event, [delivery])])
-
-
-def _attempt(sending: list[tuple[WebhookEvent, list[WebhookDelivery]]]) -> None:
-    posts = [
-        (event, json.dumps(event.payload, separators=(",", ":"), ensure_ascii=False), delivery)
-        for event, deliveries in sending
-        for delivery in deliveries
-    ]
-    if not posts:
+    event = delivery.event
+    body = json.dumps(event.payload, separators=(",", ":"), ensure_ascii=False)
+    if not _goes_out(event, delivery, at=timezone.now()):
+        attempts_record([_send(event, body, delivery)])  # not sent: no slot needed
         return
-    attempts = [_send(*posts[0])] if len(posts) == 1 else _send_batch(posts)
-    _attempts_record(attempts)
+    cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
+    with organizer_slots(organizer_id=event.organizer_id, want=1, cap=cap) as slots:
+        if not slots:
+            tasks.webhook_deliver.using(run_after=_later()).enqueue(delivery.pk)
+            return
+        attempt = _send(event, body, delivery)
+    attempts_record([attempt])
 
 
 @dataclass
@@ -190,59 +181,42 @@ class _EndpointInBatch:
         return self.unanswered > 0 and self.in_flight > 0
 
 
-def _send_batch(posts: list[tuple[WebhookEvent, str, WebhookDelivery]]) -> list[Attempt]:
-    """Send a batch's POSTs through the senders; their attempts, in the posts' order.
+def _send_all(
+    posts: list[tuple[WebhookEvent, str, WebhookDelivery]], *, slots: int
+) -> list[Attempt]:
+    """Send one organizer's POSTs, `slots` at a time; their attempts, in the posts' order.
 
-    Fair between organizers: the next POST is the organizer's with the fewest in flight (then
-    the fewest left), and while another organizer's wait, one organizer has at most half of
-    the senders, so a hung receiver holds up only its own organizer's posts. An endpoint that
-    stopped answering gets one POST at a time, and none once the breaker trips.
+    An endpoint that stopped answering gets one POST at a time, and none once the breaker trips.
     """
+    if len(posts) == 1:
+        return [_send(*posts[0])]
     attempts: list[Attempt | None] = [None] * len(posts)
-    queued: dict[int, list[int]] = {}  # organizer id -> its posts not started, in order
-    for n, (event, _, _) in enumerate(posts):
-        queued.setdefault(event.organizer_id, []).append(n)
+    queued = list(range(len(posts)))
     endpoints = {
         delivery.endpoint_id: _EndpointInBatch(unanswered=delivery.endpoint.unanswered_count)
         for _, _, delivery in posts
     }
-    in_flight: Counter[int] = Counter()
     running: dict[Future, int] = {}
-
-    def start_one() -> bool:
-        share = SENDERS if len(queued) == 1 else max(1, SENDERS // 2)
-        for organizer in sorted(queued, key=lambda o: (in_flight[o], len(queued[o]))):
-            if in_flight[organizer] >= share:
-                continue
-            for n in queued[organizer]:
-                event, body, delivery = posts[n]
-                endpoint = endpoints[delivery.endpoint_id]
-                if endpoint.waiting():
-                    continue
-                queued[organizer].remove(n)
-                if not queued[organizer]:
-                    del queued[organizer]
-                now = timezone.now()
-                if endpoint.tripped() or _backed_off(event, delivery, at=now):
-                    attempts[n] = _not_sent(delivery, at=now)
-                else:
-                    running[_senders.submit(_send, event, body, delivery)] = n
-                    in_flight[organizer] += 1
-                    endpoint.in_flight += 1
-                return True
-        return False
-
     while queued or running:
-        while len(running) < SENDERS and start_one():
-            pass
+        for n in list(queued):
+            if len(running) >= slots:
+                break
+            event, body, delivery = posts[n]
+            endpoint = endpoints[delivery.endpoint_id]
+            if endpoint.waiting():
+                continue
+            queued.remove(n)
+            now = timezone.now()
+            if endpoint.tripped() or _backed_off(event, delivery, at=now):
+                attempts[n] = _not_sent(delivery, at=now)
+            else:
+                running[_senders.submit(_send, event, body, delivery)] = n
+                endpoint.in_flight += 1
         if not running:
-            assert not queued, "with none in flight, some post may always start"
-            break
+            continue  # all left were decided without a POST, or may start now
         done, _ = wait(running, return_when=FIRST_COMPLETED)
         for future in done:
-            n = running.pop(future)
-            attempt = attempts[n] = future.result()
-            in_flight[posts[n][0].organizer_id] -= 1
+            attempt = attempts[running.pop(future)] = future.result()
             endpoint = endpoints[attempt.endpoint.pk]
             endpoint.in_flight -= 1
             if attempt.stalled:
@@ -251,6 +225,13 @@ def _send_batch(posts: list[tuple[WebhookEvent, str, WebhookDelivery]]) -> list[
             elif not (attempt.give_up or attempt.backed_off):
                 endpoint.unanswered = 0
     return attempts
+
+
+def _goes_out(event: WebhookEvent, delivery: WebhookDelivery, *, at: datetime) -> bool:
+    """Whether an attempt would reach the network (not disabled, not backed off)."""
+    if not delivery.endpoint.is_active and event.type != WebhookEvent.Type.PING:
+        return False
+    return not _backed_off(event, delivery, at=at)
 
 
 def _backed_off(event: WebhookEvent, delivery: WebhookDelivery, *, at: datetime) -> bool:
@@ -324,174 +305,4 @@ def _send(event: WebhookEvent, body: str, delivery: WebhookDelivery) -> Attempt:
         error=error,
         give_up=disabled,
         stalled=not disabled and not answered_well,
-    )
-
-
-@transaction.atomic
-def _attempts_record(attempts: list[Attempt]) -> None:
-    """Log attempts and decide what follows each: delivered, the next retry, or failed.
-
-    A delivery not sent because its endpoint is backed off is retried at the cool-down's end,
-    however old it is: only an attempt that was sent can be its last. A failed one to an
-    endpoint backed off now is retried then too, not sooner (to be skipped).
-
-    Locks: the deliveries' rows, so a task run twice logs both attempts but decides once; then
-    the rows of the endpoints whose breaker or health may change (`_breakers_record`).
-    """
-    locked = WebhookDelivery.objects.select_for_update().filter(
-        pk__in=[a.delivery_id for a in attempts]
-    )
-    deliveries = {d.pk: d for d in locked.order_by("pk")}
-    backed_off_until = _breakers_record(attempts)
-    now = timezone.now()
-    decided, logged = [], []
-    for attempt in attempts:
-        delivery = deliveries.get(attempt.delivery_id)
-        if delivery is None:
-            continue  # the endpoint was deleted meanwhile
-        next_retry_at = None
-        if delivery.status == WebhookDelivery.Status.PENDING:
-            delivery.attempt_count += 1
-            until = backed_off_until.get(attempt.endpoint.pk, attempt.endpoint.backoff_until)
-            if until is not None and until <= now:
-                until = None
-            if attempt.succeeded:
-                delivery.status = WebhookDelivery.Status.DELIVERED
-                delivery.delivered_at = now
-            elif attempt.backed_off:
-                next_retry_at = until or now
-            elif attempt.give_up or now - delivery.pending_since >= timedelta(
-                seconds=settings.WEBHOOK_RETRY_FOR_SECONDS
-            ):
-                delivery.status = WebhookDelivery.Status.FAILED
-            else:
-                next_retry_at = attempt.attempted_at + retry_delay(delivery.attempt_count)
-                next_retry_at = max(next_retry_at, until or next_retry_at)
-            if next_retry_at is not None:
-                tasks.webhook_deliver.using(run_after=next_retry_at).enqueue(delivery.pk)
-            delivery.next_attempt_at = next_retry_at
-            delivery.updated_at = now
-            decided.append(delivery)
-        logged.append(
-            WebhookAttempt(
-                delivery=delivery,
-                attempted_at=attempt.attempted_at,
-                status_code=attempt.status_code,
-                duration_ms=attempt.duration_ms,
-                error=attempt.error[:500],
-                next_retry_at=next_retry_at,
-            )
-        )
-        if not (attempt.give_up or attempt.backed_off):
-            _endpoint_health_record(
-                endpoint=attempt.endpoint, succeeded=attempt.succeeded, at=attempt.attempted_at
-            )
-    _deliveries_save(decided)
-    WebhookAttempt.objects.bulk_create(logged)
-
-
-def _breakers_record(attempts: list[Attempt]) -> dict[int, datetime | None]:
-    """Count each endpoint's attempts in a row without an answer in good time; at
-    WEBHOOK_BREAKER_FAILURES, back it off for a cool-down (WEBHOOK_BREAKER_COOLDOWN_SECONDS,
-    doubled each time it is backed off again, at most the retry schedule's cap); an answer
-    resets the count and closes it. Returns until when each endpoint locked is backed off.
-
-    Locks: in id order, the rows of the endpoints with an attempt that failed or was not sent,
-    or whose breaker or failing run, as read, an answer may end; the health updates that
-    follow touch only these. None for a batch of successes to healthy endpoints: no query.
-    """
-    concerned, sent = set(), {}
-    for attempt in attempts:
-        if attempt.give_up:
-            continue
-        endpoint = attempt.endpoint
-        if not attempt.succeeded or (
-            endpoint.unanswered_count or endpoint.backoff_until or endpoint.failing_since
-        ):
-            concerned.add(endpoint.pk)
-        if not attempt.backed_off:
-            sent.setdefault(endpoint.pk, []).append(attempt)
-    if not concerned:
-        return {}
-    locked = WebhookEndpoint.objects.select_for_update().filter(pk__in=concerned).order_by("pk")
-    now = timezone.now()
-    backed_off_until = {}
-    for endpoint in locked:
-        state = (endpoint.unanswered_count, endpoint.backoff_seconds, endpoint.backoff_until)
-        unanswered, seconds, until = state
-        stalled = False
-        for attempt in sent.get(endpoint.pk, []):
-            if attempt.stalled:
-                unanswered, stalled = unanswered + 1, True
-            else:
-                unanswered, seconds, until = 0, 0, None
-        reopens = until is None or until <= now  # not an attempt sent before it was opened
-        if stalled and unanswered >= settings.WEBHOOK_BREAKER_FAILURES and reopens:
-            seconds = min(
-                2 * seconds or settings.WEBHOOK_BREAKER_COOLDOWN_SECONDS,
-                settings.WEBHOOK_RETRY_MAX_DELAY_SECONDS,
-            )
-            until = now + timedelta(seconds=seconds)
-            logger.warning("webhook endpoint %s backed off for %s s", endpoint.pk, seconds)
-        if (unanswered, seconds, until) != state:
-            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-                unanswered_count=unanswered, backoff_seconds=seconds, backoff_until=until
-            )
-        backed_off_until[endpoint.pk] = until
-    return backed_off_until
-
-
-def _deliveries_save(deliveries: list[WebhookDelivery]) -> None:
-    """One UPDATE per outcome: an event's deliveries mostly share theirs (all delivered at
-    once), and `bulk_update`'s CASE per row and column cost the worker more than sending."""
-    fields = ("attempt_count", "status", "delivered_at", "next_attempt_at", "updated_at")
-    by_outcome: dict[tuple, list[int]] = {}
-    for delivery in deliveries:
-        outcome = tuple(getattr(delivery, field) for field in fields)
-        by_outcome.setdefault(outcome, []).append(delivery.pk)
-    for outcome, ids in by_outcome.items():
-        WebhookDelivery.objects.filter(pk__in=ids).update(**dict(zip(fields, outcome, strict=True)))
-
-
-def _endpoint_health_record(*, endpoint: WebhookEndpoint, succeeded: bool, at: datetime) -> None:
-    """A success ends the endpoint's failing run; a failure 3 days into one disables it."""
-    endpoints = WebhookEndpoint.objects.filter(pk=endpoint.pk)
-    if succeeded:
-        if endpoint.failing_since is not None:  # as read before the attempt: most are not
-            endpoints.filter(failing_since__isnull=False).update(failing_since=None)
-        return
-    endpoints.filter(failing_since__isnull=True).update(failing_since=at)
-    cutoff = timezone.now() - timedelta(seconds=settings.WEBHOOK_DISABLE_AFTER_SECONDS)
-    now = timezone.now()
-    disabled = endpoints.filter(is_active=True, failing_since__lte=cutoff).update(
-        is_active=False, disabled_at=now, updated_at=now
-    )
-    if disabled:
-        logger.warning("webhook endpoint %s disabled after failing since %s", endpoint.pk, cutoff)
-        tasks.webhook_endpoint_disabled_email.enqueue(endpoint.pk)
-
-
-def webhook_endpoint_disabled_notify(*, endpoint_id: int) -> None:
-    """Email the organizer's owners that an endpoint was disabled (a task's body)."""
-    endpoint = WebhookEndpoint.objects.select_related("organizer").filter(pk=endpoint_id).first()
-    if endpoint is None or endpoint.is_active:
-        return
-    owners = list(
-        Membership.objects.filter(organizer_id=endpoint.organizer_id, role=Membership.Role.OWNER)
-        .exclude(user__email="")
-        .values_list("user__email", flat=True)
-    )
-    if not owners:
-        logger.warning("webhook endpoint %s disabled; no owner has an email", endpoint_id)
-        return
-    context = {
-        "endpoint": endpoint,
-        "organizer": endpoint.organizer,
-        "days": settings.WEBHOOK_DISABLE_AFTER_SECONDS / 86400,
-    }
-    send_mail(
-        subject=f"Webhook disabled: {endpoint.url}"[:200],
-        message=render_to_string("webhooks/email/endpoint_disabled.txt", context),
-        from_email=settings.DEFAULT_FROM_EMAIL,
-        recipient_list=owners,
     )

@@ -4,6 +4,7 @@ import uuid
 
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 from organizers.models import Organizer
@@ -65,13 +66,27 @@ class WebhookEvent(models.Model):
     )
     type = models.CharField(max_length=32, choices=Type.choices)
     # The body sent, exactly: {"id", "type", "created_at", "organizer_id", "event_id", "data"}.
-    # `data` is None only in a row written by a change's statement before that statement left
-    # the row to its task (services.webhook_event_insert_sql), until that task renders it.
+    # `data` is None only in an event recorded by a change's statement (`source`), until its
+    # dispatch renders it.
     payload = models.JSONField(encoder=DjangoJSONEncoder)
     created_at = models.DateTimeField(default=timezone.now)
+    # The transactional outbox (`outbox`): None until a dispatcher has queued the event's
+    # sending, in the transaction that marks it.
+    dispatched_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # An event recorded by a change's SQL statement: the rows it changed, and the dotted path of
+    # the function that renders `data` from them (`outbox.webhook_events_complete`).
+    source = models.JSONField(null=True, blank=True, editable=False)
+    renderer = models.CharField(max_length=200, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(
+                fields=["created_at"],
+                name="webhook_event_outbox",
+                condition=Q(dispatched_at__isnull=True),
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.type} {self.id}"

@@ -210,7 +210,7 @@ def _schema_name(type_: str) -> str:
 
 def _delivery() -> str:
     """How deliveries and retries go, with this deployment's settings."""
-    from .delivering import retry_delay
+    from .outcomes import retry_delay
 
     delays: list[int] = []
     for attempt in itertools.count(1):

@@ -2,8 +2,9 @@
 
 Every change an endpoint subscribes to leaves an event, a delivery per endpoint and an attempt
 per POST, and nothing else ever deletes them: an import of 10,000 tickets left 10,060 rows. An
-event is kept while any of its deliveries is pending, and for `older_than` after the last
-change to any of them (a redelivery from the admin makes it recent again).
+event is kept while it waits in the outbox or any of its deliveries is pending, and for
+`older_than` after the last change to any of them (a redelivery from the admin makes it recent
+again).
 """
 
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ def webhook_events_prune(*, older_than: datetime, batch_size: int = 500) -> Prun
         Q(status=WebhookDelivery.Status.PENDING) | Q(updated_at__gte=older_than)
     )
     candidates = (
-        WebhookEvent.objects.filter(created_at__lt=older_than).exclude(Exists(busy)).order_by()
+        WebhookEvent.objects.filter(created_at__lt=older_than, dispatched_at__isnull=False)
+        .exclude(Exists(busy))
+        .order_by()
     )
     events = deliveries = attempts = 0
     while True:

@@ -6,18 +6,18 @@ Tasks take ids, never instances, and call the services, which hold the rules.
 from django_tasks import task
 
 from . import delivering
-from .batching import tasks_run_batched
+
+
+@task(queue_name="webhooks")
+def webhook_events_dispatch(event_ids: list[str]) -> None:
+    """Events the outbox relay claimed, all of one organizer's (`outbox`)."""
+    delivering.webhook_events_dispatch(event_ids=event_ids)
 
 
 @task(queue_name="webhooks")
 def webhook_event_dispatch(event_id: str) -> None:
-    tasks_run_batched(args=[event_id], run=_events_dispatch, size=delivering.BATCH_EVENTS)
-
-
-def _events_dispatch(calls: list[list]) -> set[int]:
-    event_ids = [event_id for (event_id,) in calls]
-    left = delivering.webhook_events_dispatch(event_ids=event_ids)
-    return {n for n, event_id in enumerate(event_ids) if event_id in left}
+    """One event, as queued before the outbox: kept for the tasks of a deploy in progress."""
+    delivering.webhook_events_dispatch(event_ids=[event_id])
 
 
 @task(queue_name="webhooks")

@@ -1,7 +1,7 @@
 """`ticket.checked_in` from the gate's one statement (PostgreSQL, CONTRACT §13): with an endpoint
-subscribed, the admission still costs one autocommit statement, which also queues the event's
-task; the task renders the API's Ticket as admitted and records the event, and a worker delivers
-it signed."""
+subscribed, the admission still costs one autocommit statement, which also records the event in
+the outbox (our table) with the rows it admitted; its dispatch renders the API's Ticket as
+admitted, and a worker delivers it signed."""
 
 import json
 
@@ -14,7 +14,6 @@ from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
 from events.models import TicketType
-from organizers.models import Organizer
 from tests.factories import (
     EventFactory,
     FormFieldFactory,
@@ -32,9 +31,9 @@ from tickets.services import gate
 from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_checked_in_publish, ticket_event_record
 from tickets.services.scans import TicketKey
-from webhooks import delivering
 from webhooks.models import WebhookDelivery, WebhookEvent
-from webhooks.services import webhook_endpoint_create, webhook_events_complete, webhook_wants
+from webhooks.outbox import webhook_events_complete, webhook_outbox_relay
+from webhooks.services import webhook_endpoint_create, webhook_wants
 
 from .helpers import endpoint_for, wait_for
 
@@ -76,10 +75,15 @@ def _body(payload: dict) -> str:
     return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
-def _publish_without_sending(monkeypatch) -> None:
-    """Run the statement's tasks here; no worker and no receiver: render, send nothing."""
-    monkeypatch.setattr(delivering, "webhook_events_fan_out", lambda events: set())
-    assert run_due_tasks(name_contains=PUBLISH) >= 1
+def _dispatch_without_sending() -> list[WebhookEvent]:
+    """Relay the outbox and render its events here; no worker and no receiver: send nothing."""
+    assert webhook_outbox_relay() >= 1
+    ids = [pk for task in _dispatch_tasks() for pk in task.args_kwargs["args"][0]]
+    return webhook_events_complete(ids)
+
+
+def _dispatch_tasks() -> list[DBTaskResult]:
+    return list(DBTaskResult.objects.filter(task_path__endswith="webhook_events_dispatch"))
 
 
 @pytest.fixture
@@ -101,20 +105,26 @@ def test_an_admission_with_an_endpoint_subscribed_is_one_autocommit_statement(ev
         result = _check_in(ticket)
 
     [statement] = [q["sql"] for q in context.captured_queries]  # no BEGIN, no COMMIT
-    assert DBTaskResult._meta.db_table in statement
-    assert WebhookEvent._meta.db_table not in statement  # its task writes it
+    assert WebhookEvent._meta.db_table in statement
+    assert DBTaskResult._meta.db_table not in statement  # the outbox is ours
     assert result.ticket.status == "used"
-    [task_row] = DBTaskResult.objects.all()
-    event_id, _, envelope = task_row.args_kwargs["args"]
-    assert envelope == {
-        "id": event_id,
+    recorded = WebhookEvent.objects.get()
+    assert recorded.payload == {
+        "id": recorded.id,
         "type": "ticket.checked_in",
         "created_at": timezone.localtime(result.ticket.updated_at).isoformat(),
         "organizer_id": event.organizer_id,
         "event_id": event.id,
         "data": None,
     }
-    assert not WebhookEvent.objects.exists()
+    assert (recorded.dispatched_at, recorded.renderer) == (
+        None,
+        "tickets.services.publishing.ticket_checked_in_render",
+    )
+    assert recorded.source["ticket"]["id"] == ticket.pk
+    assert recorded.source["ticket"]["status"] == "used"
+    assert recorded.source["ticket_type"]["id"] == ticket_type.pk
+    assert not DBTaskResult.objects.exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -137,14 +147,14 @@ def test_a_check_in_request_costs_the_same_statements_with_an_endpoint_as_withou
 
     assert len(with_endpoint) == len(without)
     assert not {"BEGIN", "COMMIT"} & set(with_endpoint)
-    assert DBTaskResult._meta.db_table in with_endpoint[-1]
-    # The warm-up's and the counted one's, each recorded by its task.
-    assert DBTaskResult.objects.filter(task_path__endswith=PUBLISH).count() == 2
+    assert WebhookEvent._meta.db_table in with_endpoint[-1]
+    # The warm-up's and the counted one's, in the outbox.
+    assert WebhookEvent.objects.filter(dispatched_at=None).count() == 2
 
 
 @pytest.mark.django_db
 @pytest.mark.usefixtures("locked_path_not_expected")
-def test_the_event_carries_the_ticket_as_admitted_byte_for_byte(event, ticket_type, monkeypatch):
+def test_the_event_carries_the_ticket_as_admitted_byte_for_byte(event, ticket_type):
     _endpoint(event.organizer)
     ticket = _holder_ticket(event, ticket_type)
 
@@ -154,13 +164,14 @@ def test_the_event_carries_the_ticket_as_admitted_byte_for_byte(event, ticket_ty
         ticket_event_record(
             organizer_id=event.organizer_id, ticket=admitted, type=Type.TICKET_CHECKED_IN
         )
-    # Changed after the admission, before the task runs: the payload does not show it.
+    # Changed after the admission, before the dispatch: the payload does not show it.
     Ticket.objects.filter(pk=ticket.pk).update(firstname="Later")
     TicketType.objects.filter(pk=ticket_type.pk).update(name="Renamed later")
-    _publish_without_sending(monkeypatch)
+    _dispatch_without_sending()
 
     by_statement, by_orm = WebhookEvent.objects.order_by("created_at")
     assert by_statement.payload["data"] == {"ticket": as_admitted}
+    assert by_statement.source is None  # rendered: the rows are not kept
     assert _body(by_statement.payload["data"]) == _body(by_orm.payload["data"])
     assert as_admitted["forms"] == [
         {"id": ticket.form_answers.get().field_id, "label": "T-shirt size", "value": "L"}
@@ -178,30 +189,6 @@ def test_the_event_carries_the_ticket_as_admitted_byte_for_byte(event, ticket_ty
         "event_id": event.id,
         "data": {"ticket": as_admitted},
     }
-
-
-@pytest.mark.django_db
-@pytest.mark.usefixtures("locked_path_not_expected")
-def test_the_task_row_is_the_one_django_tasks_enqueue_writes(event, ticket_type):
-    """Every column but the id and the time: a django-tasks upgrade that changes its row fails
-    here, not in production."""
-    _endpoint(event.organizer)
-    before = timezone.now()
-    _check_in(TicketFactory(event=event, ticket_type=ticket_type))
-    by_statement = DBTaskResult.objects.get()
-
-    by_enqueue = ticket_checked_in_publish.enqueue(*by_statement.args_kwargs["args"]).id
-
-    rows = [
-        DBTaskResult.objects.filter(pk=pk).values().get() for pk in (by_statement.pk, by_enqueue)
-    ]
-    assert rows[0].keys() == {f.attname for f in DBTaskResult._meta.concrete_fields}
-    for row in rows:
-        assert before <= row.pop("enqueued_at") <= timezone.now()
-        row.pop("id")
-    assert rows[0] == rows[1]
-    assert by_statement.task.func is ticket_checked_in_publish.func
-    assert by_statement.status == TaskResultStatus.READY
 
 
 @pytest.mark.django_db
@@ -248,84 +235,58 @@ def test_a_second_admission_of_the_ticket_writes_no_second_event(event, ticket_t
     assert gate._admit(**admit) is not None
     assert gate._admit(**admit) is None
 
-    assert DBTaskResult.objects.count() == 1
+    assert WebhookEvent.objects.count() == 1
+
+
+REAL_RENDERER = "tickets.services.publishing.ticket_checked_in_render"
+
+
+def racing_render(events):
+    """A renderer that loses to another run of the dispatch, which saves its own first."""
+    ids = [event.pk for event in events]
+    WebhookEvent.objects.filter(pk__in=ids).update(renderer=REAL_RENDERER)
+    webhook_events_complete(ids)  # the other run
+    return {pk: {"ticket": "lost"} for pk in ids}
 
 
 @pytest.mark.django_db
-def test_the_task_run_again_sends_the_body_saved_first(event, ticket_type, monkeypatch):
+def test_a_dispatch_run_again_sends_the_body_saved_first(event, ticket_type):
     """A worker lost mid-task runs it again, after the first run or beside it: the body saved
-    first is the one every run dispatches."""
+    first is the one every run sends."""
     _endpoint(event.organizer)
     ticket = _holder_ticket(event, ticket_type)
     _check_in(ticket)
-    args = DBTaskResult.objects.get().args_kwargs["args"]
-    dispatched = []
-    monkeypatch.setattr(
-        delivering,
-        "webhook_events_fan_out",
-        lambda events: dispatched.extend(_body(e.payload) for e in events) or set(),
-    )
+    recorded = WebhookEvent.objects.get()
+    assert recorded.renderer == REAL_RENDERER
+    WebhookEvent.objects.update(renderer=f"{__name__}.racing_render")
 
-    def rendered_while_another_run_saves_its_own():
-        ticket_checked_in_publish.call(*args)  # the other run, which wins the UPDATE
-        return {"ticket": "lost"}
-
-    webhook_events_complete(
-        envelopes={args[0]: args[2]},
-        render=lambda ids: {args[0]: rendered_while_another_run_saves_its_own()},
-    )
+    [first] = webhook_events_complete([recorded.pk])
     TicketFormAnswer.objects.filter(ticket=ticket).update(value="XL")
-    ticket_checked_in_publish.call(*args)  # after both
+    [again] = webhook_events_complete([recorded.pk])  # after both
 
     saved = WebhookEvent.objects.get().payload
     assert saved["data"]["ticket"]["forms"][0]["value"] == "L"
-    assert dispatched == [_body(saved)] * 3  # the bytes, not only the values
+    assert _body(first.payload) == _body(again.payload) == _body(saved)  # the bytes
 
 
 @pytest.mark.django_db
-def test_a_task_whose_organizer_is_gone_records_nothing(event, ticket_type, monkeypatch):
-    """An organizer deleted (its events first, which protect it) after the check-in and before
-    its task: the deletion would have taken the event with it, so the task records none, and
-    does not fail over the missing organizer."""
-    _endpoint(event.organizer)
-    _check_in(TicketFactory(event=event, ticket_type=ticket_type))
-    task_row = DBTaskResult.objects.get()
-    event_id, admitted, envelope = task_row.args_kwargs["args"]
-    gone = Organizer.objects.order_by("-pk").first().pk + 1
-    task_row.args_kwargs["args"] = [event_id, admitted, {**envelope, "organizer_id": gone}]
-    task_row.save(update_fields=["args_kwargs"])
-
-    monkeypatch.setattr(delivering, "webhook_events_fan_out", lambda events: set())
-    assert run_due_tasks(name_contains=PUBLISH) == 1
-
-    assert not WebhookEvent.objects.exists()
-    assert DBTaskResult.objects.get().status == TaskResultStatus.SUCCESSFUL
-
-
-@pytest.mark.django_db
-def test_a_task_queued_when_the_statement_wrote_the_event_still_renders_it(
-    event, ticket_type, monkeypatch
-):
-    """A task queued before the statement left the event's row to its task: the statement wrote
-    the row, its data None, and gave the task no envelope."""
+def test_a_task_queued_by_a_gate_before_the_outbox_still_sends_its_event(event, ticket_type):
+    """A deploy in progress: a gate of the previous release queued `ticket_checked_in_publish`
+    with the event's envelope and the admitted rows; it records the event in the outbox."""
     _endpoint(event.organizer)
     ticket = _holder_ticket(event, ticket_type)
     as_admitted = TicketSerializer().to_representation(_check_in(ticket).ticket)
-    task_row = DBTaskResult.objects.get()
-    event_id, admitted, envelope = task_row.args_kwargs["args"]
-    WebhookEvent.objects.create(
-        id=event_id,
-        organizer_id=event.organizer_id,
-        type="ticket.checked_in",
-        payload=envelope,
-        created_at=timezone.now(),
-    )
-    task_row.args_kwargs["args"] = [event_id, admitted]
-    task_row.save(update_fields=["args_kwargs"])
+    recorded = WebhookEvent.objects.get()
+    pk, envelope, admitted = recorded.pk, recorded.payload, recorded.source
+    recorded.delete()
 
-    _publish_without_sending(monkeypatch)
+    ticket_checked_in_publish.enqueue(pk, admitted, envelope)
+    assert run_due_tasks(name_contains=PUBLISH) == 1
+    ticket_checked_in_publish.call(pk, admitted, envelope)  # run twice: one event
+    [sent] = _dispatch_without_sending()
 
-    assert WebhookEvent.objects.get().payload == {**envelope, "data": {"ticket": as_admitted}}
+    assert sent.payload == {**envelope, "data": {"ticket": as_admitted}}
+    assert sent.pk == pk
 
 
 def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
@@ -339,11 +300,11 @@ def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
     workers.start()
 
     delivered = WebhookDelivery.objects.filter(status="delivered", attempt_count=2)
-    publish = DBTaskResult.objects.filter(task_path__endswith=PUBLISH)
+    dispatch = DBTaskResult.objects.filter(task_path__endswith="webhook_events_dispatch")
     wait_for(
-        lambda: delivered.exists() and publish.filter(status=TaskResultStatus.SUCCESSFUL).exists(),
+        lambda: delivered.exists() and dispatch.filter(status=TaskResultStatus.SUCCESSFUL).exists(),
         timeout=30,
-        what="delivered at the second attempt, the publishing task finished",
+        what="delivered at the second attempt, the dispatch task finished",
         log=workers.log,
     )
 
@@ -354,4 +315,5 @@ def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
         assert request["headers"]["webhook-id"] == recorded.id
         payload = Webhook(secret).verify(request["body"], request["headers"])
         assert payload["data"] == {"ticket": as_admitted}
-    assert [t.status for t in publish] == [TaskResultStatus.SUCCESSFUL]
+    assert [t.status for t in dispatch] == [TaskResultStatus.SUCCESSFUL]
+    assert recorded.dispatched_at is not None and recorded.source is None

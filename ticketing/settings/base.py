@@ -261,6 +261,11 @@ WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = env_int("WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZ
 WEBHOOK_TEST_RATE_LIMIT = env_str("WEBHOOK_TEST_RATE_LIMIT", "5/m")
 WEBHOOK_BREAKER_FAILURES = env_int("WEBHOOK_BREAKER_FAILURES", 3)
 WEBHOOK_BREAKER_COOLDOWN_SECONDS = env_int("WEBHOOK_BREAKER_COOLDOWN_SECONDS", 60)
+# Attempts in flight at once per organizer, across all workers; the tasks a worker of the
+# webhooks queue runs at once (threads); how often its outbox relay looks for new events (ms).
+WEBHOOK_IN_FLIGHT_PER_ORGANIZER = env_int("WEBHOOK_IN_FLIGHT_PER_ORGANIZER", 4)
+WEBHOOK_WORKER_THREADS = env_int("WEBHOOK_WORKER_THREADS", 16)
+WEBHOOK_OUTBOX_POLL_MS = env_int("WEBHOOK_OUTBOX_POLL_MS", 200)
 # An event whose deliveries are all finished, and untouched, for this many days is deleted with
 # them and their attempts by `manage.py prune`.
 WEBHOOK_EVENT_RETENTION_DAYS = env_int("WEBHOOK_EVENT_RETENTION_DAYS", 30)

@@ -5,8 +5,8 @@ event commits or rolls back with the change. The payload's `data` is the API's o
 Order representation, built only when some endpoint wants the event; neither needs a request
 (`ticket_url` is built from `SITE_URL`), so a payload is the same whichever interface made the
 change. The gate's one-statement admission is the exception that cannot build it in the
-request: its statement queues a task with the ticket's row as admitted, and the task renders
-the same representation from that row and records the event (`ticket_checked_in_sql`).
+request: its statement records the event with the ticket's row as admitted, and the event's
+dispatch renders the same representation from that row (`ticket_checked_in_sql`).
 """
 
 from __future__ import annotations
@@ -18,16 +18,9 @@ from django.db import DEFAULT_DB_ALIAS, models
 from django_tasks import task
 
 from events.models import TicketType
-from webhooks.batching import tasks_run_batched
-from webhooks.delivering import BATCH_EVENTS
 from webhooks.models import WebhookEvent
-from webhooks.services import (
-    webhook_event_insert_params,
-    webhook_event_insert_sql,
-    webhook_event_record,
-    webhook_events_complete,
-    webhook_wants,
-)
+from webhooks.services import webhook_event_insert_params, webhook_event_record, webhook_wants
+from webhooks.statements import event_insert_sql
 
 from ..models import Order, Ticket
 from ..selectors import orders_for_output, tickets_for_output, with_form_answers_of
@@ -68,67 +61,75 @@ def order_cancelled_record(*, organizer_id: int, order: Order, revoked: Iterable
 
 # --- `ticket.checked_in` from the gate's one statement --------------------------------------
 
+_STATEMENT_EVENT = "webhook_event"
+
 
 def ticket_checked_in_sql(*, admitted: str) -> str:
     """A clause of a WITH that records `ticket.checked_in` for the ticket `admitted` yields (the
-    name of a query returning the ticket's row): the task that renders the event's data from
-    that row and its ticket type's, and writes it (`ticket_checked_in_publish`). For the gate's
+    name of a query returning the ticket's row), with that row and its ticket type's, from
+    which its dispatch renders the event's data (`ticket_checked_in_render`). For the gate's
     admission, which is one autocommit statement; values: `ticket_checked_in_params`."""
-    return webhook_event_insert_sql(
+    return event_insert_sql(
+        name=_STATEMENT_EVENT,
         source=f"{admitted} JOIN {TicketType._meta.db_table} AS admitted_type"
         f" ON admitted_type.id = {admitted}.ticket_type_id",
-        task=ticket_checked_in_publish,
-        args=[
-            f"jsonb_build_object('ticket', to_jsonb({admitted}),"
-            " 'ticket_type', to_jsonb(admitted_type))"
-        ],
+        rows=f"jsonb_build_object('ticket', to_jsonb({admitted}),"
+        " 'ticket_type', to_jsonb(admitted_type))",
     )
 
 
 def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) -> dict:
     """The values of `ticket_checked_in_sql` for one admission, made `at`."""
     return webhook_event_insert_params(
+        name=_STATEMENT_EVENT,
         organizer_id=organizer_id,
         event_id=event_id,
         type=Type.TICKET_CHECKED_IN,
-        task=ticket_checked_in_publish,
         at=at,
+        renderer=f"{__name__}.{ticket_checked_in_render.__name__}",
     )
+
+
+def ticket_checked_in_render(events: list[WebhookEvent]) -> dict[str, dict]:
+    """The data of `ticket.checked_in` events the gate's statement recorded: the API's Ticket as
+    that statement admitted it (`source`: the rows of the ticket and its type), for all of them
+    in one pass. The form answers are read now: a check-in does not change them."""
+    tickets = {event.pk: _ticket_from(event.source) for event in events}
+    for ticket in tickets.values():
+        ticket.has_answers = True  # not in the row: ask, for all of them in one query
+    with_form_answers_of(list(tickets.values()))
+    serializer = TicketSerializer()
+    return {pk: {"ticket": serializer.to_representation(t)} for pk, t in tickets.items()}
 
 
 @task(queue_name="webhooks")
 def ticket_checked_in_publish(
     webhook_event_id: str, admitted: dict, envelope: dict | None = None
 ) -> None:
-    """Record a `ticket.checked_in` the gate's statement queued, `envelope` its body but the
-    data, with the API's Ticket as that statement admitted it (`admitted`: the rows of the
-    ticket and its type), and dispatch it. (A task queued without `envelope` found its event's
-    row written by the statement.)
-
-    A worker runs it with other due ones (`webhooks.batching`): one pass renders them all.
-    The form answers are read now: a check-in does not change them.
-    """
-    tasks_run_batched(
-        args=[webhook_event_id, admitted, envelope],
-        run=_tickets_checked_in_publish,
-        size=BATCH_EVENTS,
+    """A `ticket.checked_in` queued as a task by a gate before the outbox (a deploy in
+    progress): recorded in the outbox as the statement now records it."""
+    if envelope is None:  # its event's row was written by that statement: render it there
+        WebhookEvent.objects.filter(pk=webhook_event_id, payload__data=None).update(
+            source=admitted,
+            renderer=f"{__name__}.{ticket_checked_in_render.__name__}",
+            dispatched_at=None,
+        )
+        return
+    created_at = datetime.fromisoformat(envelope["created_at"])
+    WebhookEvent.objects.bulk_create(
+        [
+            WebhookEvent(
+                id=webhook_event_id,
+                organizer_id=envelope["organizer_id"],
+                type=envelope["type"],
+                payload=envelope,
+                created_at=created_at,
+                source=admitted,
+                renderer=f"{__name__}.{ticket_checked_in_render.__name__}",
+            )
+        ],
+        ignore_conflicts=True,
     )
-
-
-def _tickets_checked_in_publish(calls: list[list]) -> set[int]:
-    admitted = {call[0]: call[1] for call in calls}
-    envelopes = {call[0]: call[2] if len(call) > 2 else None for call in calls}
-
-    def render(event_ids: list[str]) -> dict[str, dict]:
-        tickets = {pk: _ticket_from(admitted[pk]) for pk in event_ids}
-        for ticket in tickets.values():
-            ticket.has_answers = True  # not in the row: ask, for all of them in one query
-        with_form_answers_of(list(tickets.values()))
-        serializer = TicketSerializer()
-        return {pk: {"ticket": serializer.to_representation(t)} for pk, t in tickets.items()}
-
-    left = webhook_events_complete(envelopes=envelopes, render=render)
-    return {n for n, call in enumerate(calls) if call[0] in left}
 
 
 def _ticket_from(admitted: dict) -> Ticket:
@@ -141,7 +142,7 @@ def _instance_from(model: type[models.Model], row: dict) -> models.Model:
     """The instance a query would load, from its row as `to_jsonb` wrote it: each field parses
     its JSON value (a timestamp's text, for one)."""
     fields = model._meta.concrete_fields
-    # A field added since the row was written (a deploy between the check-in and its task)
+    # A field added since the row was written (a deploy between the check-in and its dispatch)
     # takes its default: the event must still go out.
     values = [f.to_python(row.get(f.column, f.get_default())) for f in fields]
     return model.from_db(DEFAULT_DB_ALIAS, [f.attname for f in fields], values)

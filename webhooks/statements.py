@@ -1,0 +1,104 @@
+"""The SQL this app writes by hand: on its own tables only (issue 27), each statement pinned by a
+test to the ORM path it replaces (tests/webhooks/test_statements.py).
+
+- `event_insert_sql`: a clause that records an event from a change's own SQL statement, the
+  row `services.webhook_event_record` saves but for its data, which the dispatch renders later
+  from the changed rows (`source`). The gate's admission is one autocommit statement; the ORM
+  path would add a transaction and three round trips to it.
+- `organizer_slots`: the attempts in flight per organizer across every worker, as PostgreSQL
+  advisory locks (a lock table would need its own clean-up after a killed worker; a session's
+  advisory locks go with its connection). On SQLite, which serves one machine, a count in the
+  process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from .models import WebhookEvent
+
+# The columns a statement writes, in order; the rest keep their defaults (NULL).
+_COLUMNS = ("id", "organizer", "type", "payload", "created_at", "source", "renderer")
+
+
+def event_insert_sql(*, name: str, source: str, rows: str) -> str:
+    """A clause of a WITH (`{name} AS (INSERT ...)`) that records an event for each row of
+    `source` (a FROM clause: the change's statement yields one row, or none when it changed
+    nothing), with `rows` (an SQL expression over `source`, JSON) as its `source`. Values:
+    `event_insert_params` with the same `name`."""
+    fields = [WebhookEvent._meta.get_field(column) for column in _COLUMNS]
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    values = ", ".join(
+        rows if field.name == "source" else f"%({name}_{field.name})s" for field in fields
+    )
+    table = connection.ops.quote_name(WebhookEvent._meta.db_table)
+    return f"{name} AS (\n  INSERT INTO {table} ({columns})\n  SELECT {values} FROM {source}\n)"
+
+
+def event_insert_params(
+    *, name: str, event: WebhookEvent, at: datetime, renderer: str
+) -> dict[str, Any]:
+    """The values of `event_insert_sql` for `event` (unsaved, its data None), each as the ORM
+    prepares its field's value for saving."""
+    event.created_at, event.renderer = at, renderer
+    params = {}
+    for column in _COLUMNS:
+        if column == "source":
+            continue
+        field = WebhookEvent._meta.get_field(column)
+        params[f"{name}_{field.name}"] = field.get_db_prep_save(
+            field.pre_save(event, add=True), connection
+        )
+    return params
+
+
+# --- Attempts in flight per organizer -------------------------------------------------------
+
+# The first half of each advisory lock's 64-bit key: this app's ("wh"), so no other lock of
+# the database's can collide; then the organizer's id and the slot's number.
+_LOCK_SPACE = 0x7768
+_local_lock = threading.Lock()
+_local_taken: Counter[int] = Counter()
+
+
+def _slot_key(organizer_id: int, slot: int) -> int:
+    return (_LOCK_SPACE << 40) | (organizer_id << 8) | slot
+
+
+@contextmanager
+def organizer_slots(*, organizer_id: int, want: int, cap: int) -> Iterator[int]:
+    """Take up to `want` of the organizer's `cap` slots for attempts in flight, for the time of
+    the block; yields how many were free (0: come back later). Held by this thread's database
+    connection: a worker that dies frees them with its connection."""
+    want = min(want, cap, 255)
+    if connection.vendor != "postgresql":
+        with _local_lock:
+            taken = max(0, min(want, cap - _local_taken[organizer_id]))
+            _local_taken[organizer_id] += taken
+        try:
+            yield taken
+        finally:
+            with _local_lock:
+                _local_taken[organizer_id] -= taken
+        return
+    keys = []
+    with connection.cursor() as cursor:
+        for slot in range(min(cap, 255)):
+            if len(keys) == want:
+                break
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [_slot_key(organizer_id, slot)])
+            if cursor.fetchone()[0]:
+                keys.append(_slot_key(organizer_id, slot))
+    try:
+        yield len(keys)
+    finally:
+        with connection.cursor() as cursor:
+            for key in keys:
+                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
