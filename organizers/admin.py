@@ -27,7 +27,15 @@ class OrganizerAdmin(OrganizerScopedAdmin):
     list_display = ["name", "slug", "created_at"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
-    fields = ["name", "slug", "description", "avatar", "email_language"]
+    fields = [
+        "name",
+        "slug",
+        "description",
+        "avatar",
+        "email_language",
+        "contact_email",
+        "contact_phone",
+    ]
     inlines = [MembershipInline]
 
     def has_add_permission(self, request):

@@ -23,6 +23,13 @@ class Organizer(models.Model):
         default=EmailLanguage.THAI_ENGLISH,
         help_text="The language of the ticket emails sent to holders.",
     )
+    # Shown to holders on the ticket page, the PDF and the email, whose replies go to it.
+    contact_email = models.EmailField(
+        blank=True, help_text="Where ticket holders write to; replies to ticket emails go here."
+    )
+    contact_phone = models.CharField(
+        max_length=32, blank=True, help_text="A phone number for ticket holders, as written."
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="organizers"
     )

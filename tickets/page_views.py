@@ -19,9 +19,13 @@ from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
+from .calendar import ticket_ics
+from .event_times import event_times
 from .models import Ticket
+from .pdf import tickets_pdf
 from .qr import qr_etag, qr_png, qr_svg
 from .services.pages import ticket_for_page
+from .wallet import ticket_pkpass, wallet_enabled
 
 # What `codes.page_token_generate` makes is 32 of these; anything else is not looked up.
 _TOKEN = re.compile(r"[A-Za-z0-9_-]{16,64}")
@@ -49,12 +53,18 @@ def _private(response: HttpResponse) -> HttpResponse:
     return response
 
 
-@require_safe
-def ticket_page(request, token: str) -> HttpResponse:
+def _language(request) -> str:
+    """The page's `?lang=` where given, else the browser's (LocaleMiddleware's choice)."""
     lang = request.GET.get("lang")
     if lang in dict(settings.LANGUAGES):
         translation.activate(lang)
         request.LANGUAGE_CODE = lang
+    return translation.get_language()
+
+
+@require_safe
+def ticket_page(request, token: str) -> HttpResponse:
+    _language(request)
     ticket = _ticket(token)
     context = {
         "css": mark_safe(_CSS),
@@ -68,8 +78,11 @@ def ticket_page(request, token: str) -> HttpResponse:
         context |= {
             "ticket": ticket,
             "event": event,
+            "organizer": event.organizer,
             "start_at": timezone.localtime(event.start_at),
             "end_at": timezone.localtime(event.end_at),
+            "when": event_times(event.start_at, event.end_at),
+            "wallet": wallet_enabled(),
             "used_at": ticket.used_at and timezone.localtime(ticket.used_at),
             "time_zone": timezone.get_current_timezone_name(),
             "place": event.display_location_name,
@@ -102,3 +115,47 @@ def ticket_qr_svg(request, token: str) -> HttpResponse:
 @require_safe
 def ticket_qr_png(request, token: str) -> HttpResponse:
     return _qr_response(request, token, qr_png, "image/png")
+
+
+def _file_response(request, token: str, render_file, content_type: str, suffix: str):
+    """A file of a ticket that is not revoked, rendered when asked (a page visit never pays)."""
+    language = _language(request)
+    ticket = _ticket(token)
+    if ticket is None or ticket.status == Ticket.Status.REVOKED:
+        return _private(HttpResponse("Not found.", status=404, content_type="text/plain"))
+    response = HttpResponse(render_file(ticket, language), content_type=content_type)
+    disposition = "inline" if suffix == "pdf" else "attachment"
+    response["Content-Disposition"] = f'{disposition}; filename="{ticket.reference_code}.{suffix}"'
+    response["Cache-Control"] = "private, no-cache"  # holder names and states change
+    return _private(response)
+
+
+@require_safe
+def ticket_pdf(request, token: str) -> HttpResponse:
+    return _file_response(
+        request,
+        token,
+        lambda ticket, language: tickets_pdf([ticket], language=language),
+        "application/pdf",
+        "pdf",
+    )
+
+
+@require_safe
+def ticket_calendar(request, token: str) -> HttpResponse:
+    return _file_response(
+        request, token, lambda ticket, language: ticket_ics(ticket), "text/calendar", "ics"
+    )
+
+
+@require_safe
+def ticket_wallet_pass(request, token: str) -> HttpResponse:
+    if not wallet_enabled():
+        return _private(HttpResponse("Not found.", status=404, content_type="text/plain"))
+    return _file_response(
+        request,
+        token,
+        lambda ticket, language: ticket_pkpass(ticket),
+        "application/vnd.apple.pkpass",
+        "pkpass",
+    )

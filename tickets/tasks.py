@@ -32,7 +32,9 @@ def ticket_email_send(ticket_id: int, attempt: int = 1) -> None:
     """Send the ticket email; a mail server that fails, refuses or times out
     (`EMAIL_TIMEOUT`) is tried again later, as a new task."""
     try:
-        notifications.ticket_email_send(ticket_id=ticket_id)
+        notifications.ticket_email_send(
+            ticket_id=ticket_id, attempt=attempt, final=attempt >= EMAIL_ATTEMPTS
+        )
     except (smtplib.SMTPException, OSError) as exc:
         if attempt >= EMAIL_ATTEMPTS:
             logger.error("ticket email for ticket %s failed %s times: %s", ticket_id, attempt, exc)

@@ -47,8 +47,12 @@ def test_page_shows_the_ticket(client, ticket):
     assert "<h1>Songkran Beats</h1>" in html
     assert '<dd id="place">Impact Arena, Muang Thong Thani</dd>' in html
     # The event's local time (Asia/Bangkok, UTC+7), with its offset in the machine-readable form.
-    assert '<time datetime="2026-12-24T19:00:00+07:00">Dec. 24, 2026, 7 p.m.</time>' in html
-    assert '<time datetime="2026-12-24T23:30:00+07:00">Dec. 24, 2026, 11:30 p.m.</time>' in html
+    # A same-day event's date is printed once.
+    assert (
+        '<dd id="when"><time datetime="2026-12-24T19:00:00+07:00">Dec. 24, 2026, 7 p.m.</time>'
+        ' – <time datetime="2026-12-24T23:30:00+07:00">11:30 p.m.</time></dd>'
+    ) in html
+    assert '<dd id="organizer">Bangkok Live</dd>' in html
     assert "<dd>Asia/Bangkok</dd>" in html
     assert 'id="state">Valid: show this code at the entrance.</p>' in html
     assert f'<img class="qr" id="qr" src="/t/{ticket.page_token}/qr.svg"' in html
@@ -71,6 +75,8 @@ def test_page_headers_keep_it_private_and_self_contained(client, ticket):
         "?lang=en",
         "?lang=th",
         f"/t/{ticket.page_token}/qr.svg",
+        f"/t/{ticket.page_token}/ticket.pdf?lang=en",
+        f"/t/{ticket.page_token}/ticket.ics",
     ]
 
 

@@ -22,6 +22,7 @@ from ..services.gate import ticket_check_in, ticket_renew
 from ..services.issuing import ticket_email_resend
 from ..services.revoking import ticket_revoke
 from ..services.scans import GateResult, TypeResult
+from .email_status import email_delivery
 from .forms import (
     CheckInLogInline,
     RevokeForm,
@@ -126,6 +127,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
         (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),
         ("Holder", {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]}),
         ("Ticket page", {"fields": ["page_link"]}),
+        ("Ticket email", {"fields": ["email_delivery"]}),
         ("Lifecycle", {"fields": _LIFECYCLE}),
     ]
     readonly_fields = [
@@ -137,6 +139,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
         "kind",
         "holder",
         "page_link",
+        "email_delivery",
         *_LIFECYCLE,
     ]
 
@@ -175,6 +178,10 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
     @admin.display(description="holder", ordering="lastname")
     def holder_with_account(self, obj):
         return person_with_account(obj.holder_name, obj.holder)
+
+    @admin.display(description="Delivery")
+    def email_delivery(self, obj):
+        return email_delivery(obj)
 
     @admin.display(description="ticket type", ordering="ticket_type__name")
     def ticket_type_name(self, obj):

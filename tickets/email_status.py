@@ -1,0 +1,32 @@
+"""The ticket email's last outcome, for support staff: "did my ticket email go out?" is what
+holders ask first, and the admin's ticket page answers it.
+
+A table of its own, one row per ticket that had an email, rather than columns of Ticket: the
+gate writes ticket rows on every check-in, and nothing there needs to know about mail.
+"""
+
+from django.db import models
+
+
+class TicketEmail(models.Model):
+    """Recorded from Django's mail backend: `send()` returned, or raised (and is retried)."""
+
+    class Status(models.TextChoices):
+        SENT = "sent", "Sent"
+        RETRYING = "retrying", "Failed, will be retried"
+        FAILED = "failed", "Failed"
+
+    ticket = models.OneToOneField(
+        "tickets.Ticket", on_delete=models.CASCADE, primary_key=True, related_name="email_status"
+    )
+    status = models.CharField(max_length=16, choices=Status.choices)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    recipient = models.EmailField(help_text="The address it went (or was to go) to.")
+    error = models.CharField(max_length=500, blank=True)
+    at = models.DateTimeField(help_text="When the last attempt ended.")
+
+    class Meta:
+        verbose_name = "ticket email"
+
+    def __str__(self) -> str:
+        return f"{self.ticket_id}: {self.get_status_display()}"

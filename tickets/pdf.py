@@ -1,0 +1,64 @@
+"""The ticket as a PDF (CONTRACT §14): one A4 page per ticket, for printing or keeping offline.
+
+WeasyPrint lays out an HTML template through Pango and HarfBuzz, so Thai is shaped as a browser
+shapes it (tone marks and vowels stacked on their consonants), which PDF libraries that place
+glyphs one by one do not do. The font travels with the code (`fonts/`: TLWG's Loma, GPL with the
+font exception, so embedding it leaves the document's license alone): the PDF looks the same on
+every machine, whatever fonts it has. The QR code is an SVG, drawn as vectors: sharp at any zoom
+and on any printer. Nothing is fetched but the font files and the inline image.
+"""
+
+import base64
+from collections.abc import Iterable
+from pathlib import Path
+
+from django.template.loader import render_to_string
+from django.utils import timezone, translation
+from weasyprint import HTML, URLFetcher
+
+from .event_times import event_when
+from .models import Ticket
+from .qr import qr_svg
+
+FONTS = Path(__file__).parent / "fonts"
+_ALLOWED_FILES = tuple(path.as_uri() for path in (FONTS / "Loma.ttf", FONTS / "Loma-Bold.ttf"))
+
+
+class _OwnFilesOnly(URLFetcher):
+    """The template's own font files and `data:` images; any other URL is refused."""
+
+    def fetch(self, url, headers=None):
+        if url in _ALLOWED_FILES or url.startswith("data:"):
+            return super().fetch(url, headers)
+        raise ValueError(f"not fetched: {url}")
+
+
+def _entry(ticket: Ticket) -> dict:
+    event = ticket.event
+    svg = base64.b64encode(qr_svg(ticket.reference_code)).decode()
+    return {
+        "ticket": ticket,
+        "event": event,
+        "organizer": event.organizer,
+        "when": event_when(event.start_at, event.end_at),
+        "qr": f"data:image/svg+xml;base64,{svg}",
+    }
+
+
+def tickets_pdf(tickets: Iterable[Ticket], *, language: str) -> bytes:
+    """A PDF of the tickets, one page each, labelled in `language`.
+
+    Needs each ticket's `event__organizer` and `ticket_type` loaded.
+    """
+    with translation.override(language):
+        html = render_to_string(
+            "tickets/pdf/tickets.html",
+            {
+                "tickets": [_entry(ticket) for ticket in tickets],
+                "language": language,
+                "time_zone": timezone.get_current_timezone_name(),
+                "font_regular": _ALLOWED_FILES[0],
+                "font_bold": _ALLOWED_FILES[1],
+            },
+        )
+    return HTML(string=html, url_fetcher=_OwnFilesOnly()).write_pdf()
