@@ -8,7 +8,7 @@ from organizers.admin_scoping import FormAnswerInline, ReadOnlyInline, person_wi
 
 from ..models import CheckInLog, Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAnswer
 from ..names import person_name_validate
-from ..services.issuing import phone_to_e164
+from ..phones import phone_to_e164
 
 # What a check-in history row shows after its action, on the ticket's page and in the history list.
 CHECK_IN_LOG_COLUMNS = [

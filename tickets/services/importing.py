@@ -15,21 +15,26 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from events.models import Event, TicketType
 from events.services import ticket_type_claim_up_to, ticket_type_places_left
 from ticketing.api.exceptions import ApplicationError
-from webhooks.services import webhook_wants
 
 from ..codes import reference_code_generate, reference_code_validate
 from ..exceptions import DuplicateExternalId, EventNotActive
-from ..models import Order, Ticket
-from ..selectors import tickets_for_output, with_form_answers
+from ..models import Ticket
+from ..selectors import tickets_for_output
 from .common import Actor
 from .csv_input import Header
-from .issuing import Holder, holder_clean, is_same_creation, ticket_create, ticket_send_email
-from .publishing import Type, ticket_event_record
+from .issuing import (
+    Holder,
+    Issue,
+    holder_clean,
+    is_same_creation,
+    ticket_built,
+    ticket_create,
+    tickets_issue,
+)
 
 logger = logging.getLogger(__package__)
 
@@ -321,8 +326,8 @@ class TicketImporter:
         return codes
 
     def _write(self, candidates: list[_Candidate]) -> None:
-        """Claim places, then insert the orders and tickets, their webhook events and emails
-        (a preview only keeps its tickets in memory).
+        """Claim places, then issue the tickets (`tickets_issue`: with their orders, webhook
+        events and emails); a preview only keeps its tickets in memory.
 
         Raises: IntegrityError (a concurrent writer took an external_id or a code).
         """
@@ -330,78 +335,29 @@ class TicketImporter:
         if not candidates:
             return
         codes = self._drawn_codes(candidates)
-        if self.preview:
-            self._preview_keep(candidates, codes)
-            return
-        now = timezone.now()
-        orders = []
-        for candidate in candidates:
-            holder = candidate.holder
-            orders.append(
-                Order(
-                    event_id=self.event.pk,
-                    status=Order.Status.PAID,
-                    kind=Order.Kind.EXTERNAL,
-                    buyer_firstname=holder.firstname,
-                    buyer_lastname=holder.lastname,
-                    buyer_email=holder.email,
-                    buyer_phone=holder.phone,
-                    buyer_phone_country=holder.phone_country,
-                    paid_at=now,
-                )
+        issues = [
+            Issue(
+                ticket_type=c.ticket_type,
+                holder=c.holder,
+                reference_code=c.reference_code or codes[id(c)],
+                external_id=c.external_id,
             )
-        Order.objects.bulk_create(orders)
-        tickets = [
-            Ticket(
-                event_id=self.event.pk,
-                order=order,
-                ticket_type=candidate.ticket_type,
-                status=Ticket.Status.ACTIVE,
-                kind=Ticket.Kind.EXTERNAL,
-                firstname=candidate.holder.firstname,
-                lastname=candidate.holder.lastname,
-                email=candidate.holder.email,
-                phone=candidate.holder.phone,
-                reference_code=candidate.reference_code or codes[id(candidate)],
-                external_id=candidate.external_id,
-                issued_via_api=False,
-                registered_at=now,
-            )
-            for candidate, order in zip(candidates, orders, strict=True)
+            for c in candidates
         ]
-        Ticket.objects.bulk_create(tickets)
-        organizer_id = self.event.organizer_id
-        publish = webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CREATED)
+        if self.preview:
+            tickets = [ticket_built(event_id=self.event.pk, issue=issue) for issue in issues]
+        else:
+            tickets = tickets_issue(
+                event=self.event, issues=issues, via_api=False, notify=self.notify
+            )
         for candidate, ticket in zip(candidates, tickets, strict=True):
             candidate.outcome.ticket = ticket
-            if publish:
-                ticket_event_record(
-                    organizer_id=organizer_id,
-                    ticket=with_form_answers(ticket, has_answers=False),
-                    type=Type.TICKET_CREATED,
-                )
-            if self.notify:
-                ticket_send_email(ticket_id=ticket.pk)
-            logger.info("ticket %s created by an import", ticket.pk)
-
-    def _preview_keep(self, candidates: list[_Candidate], codes: dict[int, str]) -> None:
-        """A preview's tickets, unsaved, for the checks of its later batches."""
-        for candidate in candidates:
-            holder = candidate.holder
-            ticket = Ticket(
-                event_id=self.event.pk,
-                ticket_type=candidate.ticket_type,
-                firstname=holder.firstname,
-                lastname=holder.lastname,
-                email=holder.email,
-                phone=holder.phone,
-                reference_code=candidate.reference_code or codes[id(candidate)],
-                external_id=candidate.external_id,
-            )
-            candidate.outcome.ticket = ticket
-            self._previewed_codes.add(ticket.reference_code)
-            if candidate.external_id:
-                self._previewed[candidate.external_id] = ticket
+            if self.preview:  # for the checks of the preview's later batches
+                self._previewed_codes.add(ticket.reference_code)
+                if ticket.external_id:
+                    self._previewed[ticket.external_id] = ticket
+            else:
+                logger.info("ticket %s created by an import", ticket.pk)
 
     def _write_one_by_one(self, candidates: list[_Candidate]) -> None:
         """The slow path after a race: each row through `ticket_create`, in its own savepoint."""

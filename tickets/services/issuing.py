@@ -13,7 +13,6 @@ import functools
 import logging
 from dataclasses import dataclass, field
 
-import phonenumbers
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError
@@ -23,6 +22,7 @@ from events.models import Event, TicketType
 from events.services import ticket_type_claim_places
 from ticketing.api.exceptions import InvalidParameters, NotFound
 from ticketing.db import atomic_retrying_once
+from webhooks.services import webhook_wants
 
 from ..codes import reference_code_generate, reference_code_validate
 from ..exceptions import (
@@ -34,6 +34,7 @@ from ..exceptions import (
 )
 from ..models import Order, Ticket
 from ..names import person_name_validate
+from ..phones import phone_country, phone_e164, phone_parse
 from ..selectors import ticket_for_output, with_form_answers
 from ..tasks import ticket_email_send
 from .common import Actor, violates
@@ -42,7 +43,6 @@ from .publishing import Type, ticket_event_record
 # One logger for every ticket service, as operators (and the import command) know it.
 logger = logging.getLogger(__package__)
 
-PHONE_DEFAULT_REGION = "TH"
 _REFERENCE_CODE_DRAWS = 5
 
 
@@ -52,22 +52,6 @@ class TicketCreateResult:
     idempotent: bool
 
 
-def _phone_parse(value: str) -> phonenumbers.PhoneNumber:
-    """The valid number `value` is (default region TH). Raises ValueError otherwise."""
-    try:
-        parsed = phonenumbers.parse(value.strip(), PHONE_DEFAULT_REGION)
-    except phonenumbers.NumberParseException:
-        raise ValueError("Enter a valid phone number.") from None
-    if not phonenumbers.is_valid_number(parsed):
-        raise ValueError("Enter a valid phone number.")
-    return parsed
-
-
-def phone_to_e164(value: str) -> str:
-    """`0812345678` → `+66812345678`. Raises ValueError for anything that is not a valid number."""
-    return phonenumbers.format_number(_phone_parse(value), phonenumbers.PhoneNumberFormat.E164)
-
-
 @dataclass(frozen=True)
 class Holder:
     firstname: str
@@ -75,6 +59,16 @@ class Holder:
     email: str
     phone: str  # E.164
     phone_country: str = field(default="", compare=False)  # ISO 3166 alpha-2, for the order
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One ticket to issue: checked, its reference code chosen or drawn."""
+
+    ticket_type: TicketType
+    holder: Holder
+    reference_code: str
+    external_id: str | None = None
 
 
 def holder_clean(*, firstname: str, lastname: str, email: str, phone: str) -> Holder:
@@ -95,13 +89,12 @@ def holder_clean(*, firstname: str, lastname: str, email: str, phone: str) -> Ho
         fields["email"] = ["Enter a valid email address."]
     country = ""
     try:
-        parsed = _phone_parse(phone)
+        parsed = phone_parse(phone)
     except ValueError as exc:
         fields["phone"] = [str(exc)]
     else:
         # Parsed once: the import checks thousands of rows and this is its costliest check.
-        phone = phonenumbers.format_number(parsed, phonenumbers.PhoneNumberFormat.E164)
-        country = phonenumbers.region_code_for_number(parsed) or ""
+        phone, country = phone_e164(parsed), phone_country(parsed)
     if fields:
         raise InvalidParameters(next(iter(fields.values()))[0], fields=fields)
     return Holder(
@@ -188,14 +181,14 @@ def ticket_create(
 
     for _ in range(_REFERENCE_CODE_DRAWS):
         try:
-            ticket = _ticket_insert(
-                event=event,
+            issue = Issue(
                 ticket_type=ticket_type,
                 holder=holder,
-                external_id=external_id,
                 reference_code=reference_code or reference_code_generate(),
-                via_api=via_api,
-                notify=not suppress_notifications,
+                external_id=external_id,
+            )
+            ticket = _ticket_insert(
+                event=event, issue=issue, via_api=via_api, notify=not suppress_notifications
             )
         except IntegrityError as exc:
             taken_code = violates(exc, "reference_code")
@@ -241,58 +234,97 @@ def _refusal(*, event: Event, ticket_type: TicketType, via_api: bool) -> Excepti
 
 
 @atomic_retrying_once
-def _ticket_insert(
-    *,
-    event: Event,
-    ticket_type: TicketType,
-    holder: Holder,
-    external_id: str | None,
-    reference_code: str,
-    via_api: bool,
-    notify: bool,
-) -> Ticket:
-    """Insert the order and the ticket, with its webhook event and (when `notify`) its email
-    task, then claim the place: last, so that the type's row lock, which every sale of the type
-    waits for, is held only from the claim to the commit. No place, and the transaction rolls
-    back with all it inserted.
+def _ticket_insert(*, event: Event, issue: Issue, via_api: bool, notify: bool) -> Ticket:
+    """Issue the ticket (`tickets_issue`), then claim the place: last, so that the type's row
+    lock, which every sale of the type waits for, is held only from the claim to the commit.
+    No place, and the transaction rolls back with all it inserted.
 
     Raises: QuotaExceeded, IntegrityError (external_id or reference_code taken).
     Locks: the ticket type row (the counter UPDATE), from the last statement until commit.
     """
-    now = timezone.now()
-    order = Order.objects.create(
-        event_id=event.pk,
-        status=Order.Status.PAID,
-        kind=Order.Kind.EXTERNAL,
-        buyer_firstname=holder.firstname,
-        buyer_lastname=holder.lastname,
-        buyer_email=holder.email,
-        buyer_phone=holder.phone,
-        buyer_phone_country=holder.phone_country,
-        paid_at=now,
-    )
-    ticket = Ticket.objects.create(
-        event_id=event.pk,
+    [ticket] = tickets_issue(event=event, issues=[issue], via_api=via_api, notify=notify)
+    ticket_type = issue.ticket_type
+    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
+        raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
+    return ticket
+
+
+def ticket_built(
+    *, event_id: int, issue: Issue, order: Order | None = None, via_api: bool = False, now=None
+) -> Ticket:
+    """The paid external ticket `issue` describes, unsaved (an import's preview keeps these)."""
+    holder = issue.holder
+    return Ticket(
+        event_id=event_id,
         order=order,
-        ticket_type=ticket_type,
+        ticket_type=issue.ticket_type,
         status=Ticket.Status.ACTIVE,
         kind=Ticket.Kind.EXTERNAL,
         firstname=holder.firstname,
         lastname=holder.lastname,
         email=holder.email,
         phone=holder.phone,
-        reference_code=reference_code,
-        external_id=external_id,
+        reference_code=issue.reference_code,
+        external_id=issue.external_id,
         issued_via_api=via_api,
         registered_at=now,
     )
-    ticket = with_form_answers(ticket, has_answers=False)
-    ticket_event_record(organizer_id=event.organizer_id, ticket=ticket, type=Type.TICKET_CREATED)
-    if notify:
-        ticket_send_email(ticket_id=ticket.pk)
-    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
-        raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
-    return ticket
+
+
+def tickets_issue(
+    *, event: Event, issues: list[Issue], via_api: bool, notify: bool
+) -> list[Ticket]:
+    """Issue tickets, each in a new paid external order of its holder's: the one place a ticket
+    is written, for the API (one) and the import (a batch: one INSERT per table). With each,
+    its `ticket.created` webhook event and, when `notify`, the holder's email task. Capacity is
+    the caller's: `ticket_create` claims it after this, an import's batch before.
+
+    Call inside a transaction. Raises: IntegrityError (external_id or reference_code taken).
+    """
+    now = timezone.now()
+    orders = [
+        Order(
+            event_id=event.pk,
+            status=Order.Status.PAID,
+            kind=Order.Kind.EXTERNAL,
+            buyer_firstname=issue.holder.firstname,
+            buyer_lastname=issue.holder.lastname,
+            buyer_email=issue.holder.email,
+            buyer_phone=issue.holder.phone,
+            buyer_phone_country=issue.holder.phone_country,
+            paid_at=now,
+        )
+        for issue in issues
+    ]
+    tickets = [
+        ticket_built(event_id=event.pk, issue=issue, order=order, via_api=via_api, now=now)
+        for issue, order in zip(issues, orders, strict=True)
+    ]
+    if len(issues) == 1:  # the API's: `save()`, without the bulk machinery for one row
+        orders[0].save(force_insert=True)
+        tickets[0].save(force_insert=True)
+    else:
+        Order.objects.bulk_create(orders)
+        Ticket.objects.bulk_create(tickets)  # each takes its order's id, assigned just now
+    _tickets_announced(event=event, tickets=tickets, notify=notify)
+    return tickets
+
+
+def _tickets_announced(*, event: Event, tickets: list[Ticket], notify: bool) -> None:
+    """Record `ticket.created` for each ticket (rendered only when some endpoint wants it) and
+    queue the holders' emails."""
+    # One ticket: `ticket_event_record` asks that itself; a batch asks once.
+    publish = len(tickets) == 1 or webhook_wants(
+        organizer_id=event.organizer_id, type=Type.TICKET_CREATED
+    )
+    for ticket in tickets:
+        with_form_answers(ticket, has_answers=False)
+        if publish:
+            ticket_event_record(
+                organizer_id=event.organizer_id, ticket=ticket, type=Type.TICKET_CREATED
+            )
+        if notify:
+            ticket_send_email(ticket_id=ticket.pk)
 
 
 def ticket_send_email(*, ticket_id: int) -> None:
