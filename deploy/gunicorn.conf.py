@@ -14,6 +14,8 @@ PostgreSQL and one Redis behind a load balancer.
 import gc
 import multiprocessing
 import os
+import tempfile
+from pathlib import Path
 
 from gunicorn.glogging import Logger
 
@@ -86,6 +88,25 @@ def post_worker_init(worker):
     get_resolver().url_patterns  # noqa: B018  (the attribute's loading is the point)
     gc.collect()
     gc.freeze()
+
+
+# /metrics adds up the request counts of every worker (prometheus-client's multiprocess mode):
+# each writes them to files in this directory, which must be set before a worker imports the
+# client, be this server's alone, and start empty. A fresh one per start unless the operator
+# names one (then emptied here); an exited worker's files are merged into the totals.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ticketing-metrics-")
+
+
+def on_starting(server):
+    for path in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+        path.unlink()
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
 
 
 loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")

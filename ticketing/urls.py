@@ -5,6 +5,8 @@ from ticketing.health import healthz
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    # Prometheus metrics for operators, behind METRICS_TOKEN (off without it).
+    path("metrics", include("tickets.metrics")),
     # /oauth/*, /.well-known/oauth-authorization-server, and the admin's sign-in page.
     path("", include("oauth_setup.urls")),
     path("admin/", admin.site.urls),
