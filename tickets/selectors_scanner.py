@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core import signing
-from django.db import connection
+from django.db import connections, router
 from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
@@ -131,6 +131,8 @@ def sync_cursor_load(*, event_id: int, cursor: str) -> FeedPosition:
 
 
 def _horizon() -> int | None:
+    # Of the database the page is read from: a replica's horizon is where its replay stands.
+    connection = connections[router.db_for_read(Ticket)]
     if connection.vendor != "postgresql":
         return None
     with connection.cursor() as cursor:

@@ -61,12 +61,13 @@ MIDDLEWARE = [
     "ticketing.middleware.ApiNoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Django's session, CSRF, user and messages, passed straight through by bearer-token calls.
+    "ticketing.browser_middleware.SessionMiddleware",
     "ticketing.middleware.SiteLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "ticketing.browser_middleware.CsrfViewMiddleware",
+    "ticketing.browser_middleware.AuthenticationMiddleware",
+    "ticketing.browser_middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -129,6 +130,15 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES.update(replica_databases(DATABASES["default"], env_list("DATABASE_REPLICA_URLS", [])))
     if len(DATABASES) > 1:
         DATABASE_ROUTERS = ["ticketing.db_routing.ReplicaRouter"]
+        MIDDLEWARE.append("ticketing.replica_middleware.ReplicaReadMiddleware")
+DATABASE_REPLICA_MAX_LAG_SECONDS = env_int("DATABASE_REPLICA_MAX_LAG_SECONDS", 5)
+DATABASE_REPLICA_CHECK_SECONDS = env_int("DATABASE_REPLICA_CHECK_SECONDS", 1)
+DATABASE_REPLICA_RETRY_SECONDS = env_int("DATABASE_REPLICA_RETRY_SECONDS", 5)
+# How long a caller's last write is remembered: reads wait for a replica that has replayed it.
+DATABASE_READ_YOUR_WRITES_SECONDS = env_int("DATABASE_READ_YOUR_WRITES_SECONDS", 300)
+# What a route needs a replica to have replayed, besides the caller's writes (a transaction id).
+DATABASE_REPLICA_REQUIREMENTS = {"ticket-sync": "tickets.replica_routing.sync_cursor_xid"}
+DATABASE_ROUTE_HEADER = env_bool("DATABASE_ROUTE_HEADER", default=False)
 
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
 
