@@ -461,20 +461,7 @@ ORM_INTERNALS = {
     "get_col",
 }
 
-KNOWN_ORM_INTERNALS = {
-    # `CompiledOnce` (used by tickets/selectors.py's `_event_ticket_page`) compiles a queryset
-    # once and converts later rows with the compiler's state; `from_row` converts a
-    # hand-written statement's values as the compiler would. Issue 27: replace both with a
-    # seam on our own tables.
-    ("ticketing/db.py", "get_compiler"): "CompiledOnce",
-    ("ticketing/db.py", "results_iter"): "CompiledOnce",
-    ("ticketing/db.py", "klass_info"): "CompiledOnce",
-    ("ticketing/db.py", "annotation_col_map"): "CompiledOnce",
-    ("ticketing/db.py", "col_count"): "CompiledOnce",
-    ("ticketing/db.py", "get_related_populators"): "CompiledOnce",
-    ("ticketing/db.py", "get_db_converters"): "from_row",
-    ("ticketing/db.py", "get_col"): "from_row",
-}
+KNOWN_ORM_INTERNALS: dict[tuple[str, str], str] = {}
 
 
 def orm_internals(tree: ast.AST) -> list[tuple[int, str]]:

@@ -1,15 +1,28 @@
-"""`ticketing.db`'s plain statements load the same instances as the ORM, on SQLite and
-PostgreSQL alike, and `CompiledOnce` refuses the queries it cannot bind by position."""
+"""The plain statements on our own tables load the same instances as the ORM, on SQLite and
+PostgreSQL alike: `ticketing.db.from_row`, and each statement of `tickets.selectors` beside the
+ORM query it replaces."""
+
+import itertools
 
 import pytest
 from django.db import connection
-from django.db.models import Exists, OuterRef
-from django.db.models.functions import Upper
+from django.db.models import Exists, OuterRef, Q
+from django.db.models.functions import Lower
+from django.utils import timezone
 
 from events.models import Event
-from tests.factories import EventFactory, TicketFactory
-from ticketing.db import CompiledOnce, from_row, select_list
-from tickets.models import Ticket, TicketFormAnswer
+from organizers.models import Membership
+from tests.factories import (
+    EventFactory,
+    FormFieldFactory,
+    MembershipFactory,
+    OrderFactory,
+    TicketFactory,
+    UserFactory,
+)
+from ticketing.db import from_row, select_list
+from tickets.models import Order, Ticket, TicketFormAnswer
+from tickets.selectors import _caller_ticket, event_ticket_page
 
 pytestmark = pytest.mark.django_db
 
@@ -32,80 +45,95 @@ def test_from_row_builds_what_the_orm_builds(organizer):
     assert loaded._state.adding is False and loaded._state.db == "default"
 
 
-def _ticket_by_code(*, event_id, reference_code, organizer_id, with_answers):
+def test_from_row_converts_every_ticket_field_as_the_orm_does(event, ticket_type):
+    ticket = TicketFactory(event=event, ticket_type=ticket_type, nfc_uid="04A1B2")
+    Ticket.objects.filter(pk=ticket.pk).update(status=Ticket.Status.USED, used_at=timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {select_list(Ticket, 't')} FROM {Ticket._meta.db_table} AS t WHERE t.id = %s",
+            [ticket.pk],
+        )
+        loaded = from_row(Ticket, cursor.fetchone())
+    expected = Ticket.objects.get(pk=ticket.pk)
+    assert _fields(loaded) == _fields(expected)
+    for name, value in _fields(expected).items():
+        assert type(getattr(loaded, name)) is type(value), name
+
+
+def _caller_ticket_orm(*, event_id, reference_code, organizer_id, user_id, email, member):
+    """The ORM's form of `_caller_ticket`: what the plain statement must find."""
     queryset = Ticket.objects.filter(event_id=event_id, reference_code=reference_code)
     if organizer_id is not None:
         queryset = queryset.filter(event__organizer_id=organizer_id)
-    if with_answers:
-        answers = TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk"))
-        queryset = queryset.annotate(has_answers=Exists(answers))
-    return queryset.select_related("ticket_type")
+    if user_id is not None:
+        queryset = queryset.alias(email_lower=Lower("email"))
+        orders = Order.objects.alias(buyer_email_lower=Lower("buyer_email"))
+        buyer = Q(buyer_id=user_id) | (Q(buyer_email_lower=email) if email else Q(pk__in=[]))
+        visible = Q(holder_id=user_id) | Q(order__in=orders.filter(buyer).values("id"))
+        if email:
+            visible |= Q(email_lower=email)
+        if member:
+            members = Membership.objects.filter(
+                user_id=user_id, organizer_id=OuterRef("event__organizer_id")
+            )
+            visible |= Q(Exists(members))
+        queryset = queryset.filter(visible)
+    answers = TicketFormAnswer.objects.filter(ticket_id=OuterRef("pk"))
+    return list(queryset.select_related("ticket_type").annotate(has_answers=Exists(answers))[:1])
 
 
-def test_compiled_once_returns_what_the_orm_returns_for_each_shape(event, organizer):
-    tickets = [TicketFactory(event=event, reference_code=f"CODE{n:04d}") for n in range(3)]
-    find = CompiledOnce(_ticket_by_code)
-    for ticket in tickets:  # the second and third bind new values to the first's SQL
-        for organizer_id in (organizer.pk, None):
-            for with_answers in (True, False):
-                values = {
-                    "event_id": event.pk,
-                    "reference_code": ticket.reference_code,
-                    "organizer_id": organizer_id,
-                }
-                found = find(shape={"with_answers": with_answers}, **values)
-                orm = list(_ticket_by_code(with_answers=with_answers, **values))
-                assert [_fields(t) for t in found] == [_fields(t) for t in orm] != []
-                assert _fields(found[0].ticket_type) == _fields(orm[0].ticket_type)
-                assert getattr(found[0], "has_answers", None) is getattr(
-                    orm[0], "has_answers", None
-                )
-    assert len(find._compiled) == 4  # one statement per shape, whatever the values
-    other = find(
-        event_id=event.pk, reference_code="NOSUCH", organizer_id=None, shape={"with_answers": False}
+def test_caller_ticket_finds_what_the_orm_query_finds(organizer, other_organizer):
+    """Every combination of limits, for tickets the user holds, bought, has by email, sees as
+    a member, and does not see at all."""
+    user = UserFactory(email="fan@example.com")
+    event = EventFactory(organizer=organizer)
+    other_event = EventFactory(organizer=other_organizer)
+    MembershipFactory(user=user, organizer=other_organizer)
+    tickets = [
+        TicketFactory(event=event, holder=user),
+        TicketFactory(event=event, order=OrderFactory(event=event, buyer=user)),
+        TicketFactory(event=event, order=OrderFactory(event=event, buyer_email="FAN@example.com")),
+        TicketFactory(event=event, email="Fan@Example.com"),
+        TicketFactory(event=event),
+        TicketFactory(event=other_event),
+    ]
+    question = FormFieldFactory(event=event, label="Size", position=1)
+    TicketFormAnswer.objects.create(ticket=tickets[0], field=question, value="M")
+    limits = itertools.product(
+        (None, organizer.pk, other_organizer.pk),
+        (None, user.pk),
+        (None, "fan@example.com"),
+        (False, True),
     )
-    assert other == []
+    found_some = 0
+    for ticket, (organizer_id, user_id, email, member) in itertools.product(tickets, limits):
+        values = {
+            "event_id": ticket.event_id,
+            "reference_code": ticket.reference_code,
+            "organizer_id": organizer_id,
+            "user_id": user_id,
+            "email": email,
+            "member": member,
+        }
+        found, expected = _caller_ticket(**values), _caller_ticket_orm(**values)
+        assert [_fields(t) for t in found] == [_fields(t) for t in expected], values
+        if expected:
+            found_some += 1
+            assert _fields(found[0].ticket_type) == _fields(expected[0].ticket_type)
+            assert found[0].has_answers is expected[0].has_answers
+    assert 0 < found_some < len(tickets) * 24  # some combinations find the ticket, some do not
 
 
-def test_compiled_once_refuses_a_value_the_statement_changes(event):
-    contains = CompiledOnce(lambda *, code: Ticket.objects.filter(reference_code__contains=code))
-    with pytest.raises(ValueError, match="changed"):
-        contains(code="AB")
-
-
-def test_compiled_once_refuses_a_value_that_never_reaches_the_statement(event):
-    ignored = CompiledOnce(lambda *, code: Ticket.objects.annotate(up=Upper("reference_code")))
-    with pytest.raises(ValueError, match="do not reach"):
-        ignored(code="AB")
-
-
-def test_compiled_once_binds_only_ints_and_strings(event):
-    flagged = CompiledOnce(lambda *, used: Ticket.objects.filter(used_at__isnull=used))
-    with pytest.raises(TypeError, match="shape the rest"):
-        flagged(used=True)
-
-
-def _page_of_tickets(*, offset, per_page):
-    tickets = Ticket.objects.order_by("id")
-    return tickets.filter(pk__in=tickets.values("pk")[offset : offset + per_page])
-
-
-def test_compiled_once_binds_a_slice_start_written_as_a_literal(event):
-    """The ORM writes OFFSET into the SQL; bound instead, every page shares one statement."""
-    tickets = [TicketFactory(event=event) for _ in range(5)]
-    page = CompiledOnce(_page_of_tickets)
+def test_event_ticket_page_is_the_orms_page(event, ticket_type):
+    tickets = [TicketFactory(event=event, ticket_type=ticket_type) for _ in range(5)]
+    TicketFactory()  # another event's
+    question = FormFieldFactory(event=event, label="Size", position=1)
+    TicketFormAnswer.objects.create(ticket=tickets[2], field=question, value="M")
+    orm = Ticket.objects.filter(event=event).select_related("ticket_type").order_by("id")
+    orm = orm.annotate(has_answers=Exists(TicketFormAnswer.objects.filter(ticket=OuterRef("pk"))))
     for offset in (0, 1, 3, 5):
-        found = page(offset=offset, shape={"per_page": 2})
-        expected = list(_page_of_tickets(offset=offset, per_page=2))
-        assert [t.pk for t in found] == [t.pk for t in expected]
-        assert [t.pk for t in found] == [t.pk for t in tickets[offset : offset + 2]]
-    assert len(page._compiled) == 1
-
-
-def test_compiled_once_refuses_a_literal_written_twice(event):
-    def twice(*, offset):
-        first = Ticket.objects.values("pk")[offset : offset + 1]
-        return Ticket.objects.filter(pk__in=first).exclude(pk__in=first)
-
-    with pytest.raises(ValueError, match="more than once"):
-        CompiledOnce(twice)(offset=1)
+        found = event_ticket_page(event_id=event.pk, offset=offset, per_page=2)
+        expected = list(orm[offset : offset + 2])
+        assert [_fields(t) for t in found] == [_fields(t) for t in expected]
+        assert [t.has_answers for t in found] == [t.has_answers for t in expected]
+        assert [_fields(t.ticket_type) for t in found] == [_fields(t.ticket_type) for t in expected]
