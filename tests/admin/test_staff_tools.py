@@ -6,6 +6,7 @@ import csv
 import io
 import re
 
+import openpyxl
 import pytest
 from django.core import mail
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -18,6 +19,7 @@ from tests.admin.helpers import change_form_data
 from tests.factories import EventFactory, TicketFactory, TicketTypeFactory
 from tests.task_support import run_due_tasks
 from tickets.models import CheckInLog, Ticket
+from tickets.services.exporting import XLSX_CONTENT_TYPE
 
 
 def _do(client, ticket, action, data=None):
@@ -204,10 +206,12 @@ def test_export_streams_the_events_tickets_and_orders_to_members_only(
     response = staff_client.get(url, {"event_id": world_a.event.pk})
 
     assert response.streaming and response["Content-Type"] == "text/csv; charset=utf-8"
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    data = b"".join(response.streaming_content)
+    assert data.startswith(b"\xef\xbb\xbf")  # the BOM: Excel reads the file as UTF-8
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
     assert sorted(r["reference_code"] for r in rows) == ["ACODE01", "AUSED01"]
     orders = staff_client.get(reverse("admin:tickets_order_export"), {"event_id": world_a.event.pk})
-    assert [r["id"] for r in csv.DictReader(io.StringIO(b"".join(orders).decode()))] == [
+    assert [r["id"] for r in csv.DictReader(io.StringIO(b"".join(orders).decode("utf-8-sig")))] == [
         str(world_a.order.pk)
     ]
     assert staff_client.get(url, {"event_id": world_b.event.pk}).status_code == 404
@@ -221,8 +225,50 @@ def test_export_action_streams_the_selected_tickets(staff_client, world_a):
         {"action": "export_csv", "_selected_action": [world_a.used.pk]},
     )
 
-    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+    rows = list(
+        csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig")))
+    )
     assert [r["reference_code"] for r in rows] == ["AUSED01"]
+
+
+def _xlsx_rows(response) -> list[tuple]:
+    return list(
+        openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content))).active.values
+    )
+
+
+@pytest.mark.django_db
+def test_export_as_xlsx_from_the_event_and_the_list(staff_client, world_a, world_b):
+    world_a.used.firstname, world_a.used.lastname = "สมชาย", "ใจดี"
+    world_a.used.save()
+    url = reverse("admin:tickets_ticket_export")
+
+    response = staff_client.get(url, {"event_id": world_a.event.pk, "format": "xlsx"})
+
+    assert response["Content-Type"] == XLSX_CONTENT_TYPE
+    assert f'filename="event-{world_a.event.pk}-tickets.xlsx"' in response["Content-Disposition"]
+    rows = list(
+        openpyxl.load_workbook(io.BytesIO(b"".join(response.streaming_content))).active.values
+    )
+    by_code = {r[1]: dict(zip(rows[0], r, strict=True)) for r in rows[1:]}
+    assert sorted(by_code) == ["ACODE01", "AUSED01"]
+    assert (by_code["AUSED01"]["firstname"], by_code["AUSED01"]["lastname"]) == ("สมชาย", "ใจดี")
+    orders = staff_client.get(
+        reverse("admin:tickets_order_export"), {"event_id": world_a.event.pk, "format": "xlsx"}
+    )
+    order_rows = _xlsx_rows(orders)
+    assert [r[0] for r in order_rows[1:]] == [world_a.order.pk]
+    assert (
+        staff_client.get(url, {"event_id": world_b.event.pk, "format": "xlsx"}).status_code == 404
+    )
+    selected = staff_client.post(
+        reverse("admin:tickets_ticket_changelist"),
+        {"action": "export_xlsx", "_selected_action": [world_a.used.pk]},
+    )
+    rows = list(
+        openpyxl.load_workbook(io.BytesIO(b"".join(selected.streaming_content))).active.values
+    )
+    assert [r[1] for r in rows[1:]] == ["AUSED01"]
 
 
 @pytest.mark.django_db

@@ -1,5 +1,5 @@
 """What the ticket admin adds to Django's pages: buttons on one ticket's page (the list's own
-actions, applied to that ticket), its attendee page link, and the CSV exports.
+actions, applied to that ticket), its attendee page link, and the CSV and XLSX exports.
 
 The buttons post to `<ticket>/do/<action>/`, which runs the very action method the list runs
 (same services, same messages, same intermediate page for a note or a check-in type) on a
@@ -8,8 +8,10 @@ queryset of that one ticket, then returns to the ticket's page.
 
 from __future__ import annotations
 
+import tempfile
+
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponseNotAllowed, StreamingHttpResponse
+from django.http import FileResponse, Http404, HttpResponseNotAllowed, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -21,7 +23,13 @@ from organizers.admin_scoping import is_member
 from ticketing.api.fields import INT32_MAX
 
 from ..models import Order, Ticket
-from ..services.exporting import orders_csv, tickets_csv
+from ..services.exporting import (
+    XLSX_CONTENT_TYPE,
+    orders_csv,
+    orders_xlsx,
+    tickets_csv,
+    tickets_xlsx,
+)
 from ..services.pages import ticket_page_token_regenerate, ticket_page_url
 
 # The list's actions a ticket's page offers as buttons, and what each button says.
@@ -39,6 +47,24 @@ def csv_response(lines, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
+
+
+def xlsx_response(write, queryset, filename: str) -> FileResponse:
+    """An XLSX download: the workbook is written to a temporary file (openpyxl's write-only
+    mode keeps its rows on disk too), then streamed from it."""
+    spool = tempfile.TemporaryFile()  # noqa: SIM115 (FileResponse closes it)
+    write(queryset, spool)
+    spool.seek(0)
+    return FileResponse(
+        spool, as_attachment=True, filename=filename, content_type=XLSX_CONTENT_TYPE
+    )
+
+
+def _export(request, queryset, csv_lines, write_xlsx, name: str):
+    """`?format=xlsx` for a workbook, else CSV."""
+    if request.GET.get("format") == "xlsx":
+        return xlsx_response(write_xlsx, queryset, f"{name}.xlsx")
+    return csv_response(csv_lines(queryset), f"{name}.csv")
 
 
 def event_id_param(request) -> int:
@@ -121,13 +147,13 @@ class TicketPageToolsMixin:
 
     def export_view(self, request):
         event_id = self._scoped_event_id(request)
-        lines = tickets_csv(Ticket.objects.filter(event_id=event_id))
-        return csv_response(lines, f"event-{event_id}-tickets.csv")
+        tickets = Ticket.objects.filter(event_id=event_id)
+        return _export(request, tickets, tickets_csv, tickets_xlsx, f"event-{event_id}-tickets")
 
     def export_orders_view(self, request):
         event_id = self._scoped_event_id(request)
-        lines = orders_csv(Order.objects.filter(event_id=event_id))
-        return csv_response(lines, f"event-{event_id}-orders.csv")
+        orders = Order.objects.filter(event_id=event_id)
+        return _export(request, orders, orders_csv, orders_xlsx, f"event-{event_id}-orders")
 
     def export_csv(self, request, queryset):
         """The action: the selected tickets (or every match, "select all") as CSV."""
@@ -135,3 +161,10 @@ class TicketPageToolsMixin:
 
     export_csv.short_description = gettext_lazy("Export as CSV")
     export_csv.allowed_permissions = ("view",)
+
+    def export_xlsx(self, request, queryset):
+        """The action: the selected tickets (or every match) as an Excel workbook."""
+        return xlsx_response(tickets_xlsx, queryset, "tickets.xlsx")
+
+    export_xlsx.short_description = gettext_lazy("Export as Excel (XLSX)")
+    export_xlsx.allowed_permissions = ("view",)

@@ -122,7 +122,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
     list_per_page = 50
     show_full_result_count = False
     inlines = [TicketCheckInInline, CheckInLogInline, TicketFormAnswerInline]
-    actions = ["check_in", "undo_check_in", "revoke", "resend_email", "export_csv"]
+    actions = ["check_in", "undo_check_in", "revoke", "resend_email", "export_csv", "export_xlsx"]
     fieldsets = [
         (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),
         ("Holder", {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]}),

@@ -1,26 +1,38 @@
-"""CSV exports of an event's tickets and orders, for `export_tickets` and the admin.
+"""Exports of an event's tickets and orders, as CSV or XLSX, for `export_tickets` and the admin.
 
 Rows are read with a database cursor a chunk at a time (`iterator(chunk_size=...)`: a
 server-side cursor on PostgreSQL) and rendered one line at a time, so 200,000 tickets never sit
-in memory, whether they go to a file or to a streamed HTTP response. Times are local (the site
-time zone, ISO 8601 with offset, as the API renders them); prices are in baht.
+in memory, whether they go to a file or to a streamed HTTP response (openpyxl's write-only
+workbook keeps its rows in a temporary file too). Times are local (the site time zone; in CSV
+ISO 8601 with offset, as the API renders them); prices are in baht.
+
+Both open in Excel with Thai names intact: the CSV starts with a UTF-8 byte order mark (without
+it Excel reads the file as the system's code page), and XLSX is Unicode throughout.
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
+from decimal import Decimal
+from typing import BinaryIO
 
 from django.db.models import Count, QuerySet
 from django.utils import timezone
+from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 
 from events.pricing import satangs_to_decimal_string
 
 from ..models import Order, Ticket
 
 CHUNK_ROWS = 2000
+# The UTF-8 byte order mark: what tells Excel a CSV file is UTF-8.
+CSV_BOM = "\ufeff"
+XLSX_CONTENT_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 TICKET_COLUMNS = (
     ("id", "id"),
@@ -87,35 +99,88 @@ def _cell(value) -> str:
     return str(value)
 
 
-def _lines(header: tuple[str, ...], rows) -> Iterator[str]:
+def _lines(header: tuple[str, ...], rows: Iterable) -> Iterator[str]:
     writer = csv.writer(_Line())
-    yield writer.writerow(header)
+    yield CSV_BOM + writer.writerow(header)
     for row in rows:
         yield writer.writerow([_cell(value) for value in row])
 
 
-def tickets_csv(tickets: QuerySet[Ticket]) -> Iterator[str]:
-    """The tickets as CSV lines (header first), in id order; one query, streamed."""
+def _xlsx_value(value, sheet):
+    """A value as the sheet should hold it: a local time without zone (Excel has none), text
+    without the control characters XML cannot carry, always text (never a formula)."""
+    if isinstance(value, datetime):
+        cell = WriteOnlyCell(sheet, value=timezone.localtime(value).replace(tzinfo=None))
+        cell.number_format = "yyyy-mm-dd hh:mm:ss"
+        return cell
+    if isinstance(value, str):
+        value = ILLEGAL_CHARACTERS_RE.sub("", value)
+        if value.startswith("="):  # openpyxl would store it as a formula
+            cell = WriteOnlyCell(sheet, value=value)
+            cell.data_type = "s"
+            return cell
+    return value
+
+
+def _xlsx(header: tuple[str, ...], rows: Iterable, output: BinaryIO, title: str) -> int:
+    """Write the rows as a one-sheet workbook to `output`; returns how many rows."""
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet(title)
+    sheet.freeze_panes = "A2"
+    sheet.append(header)
+    count = 0
+    for count, row in enumerate(rows, start=1):  # noqa: B007 (the count is returned)
+        sheet.append([_xlsx_value(value, sheet) for value in row])
+    workbook.save(output)
+    return count
+
+
+def _ticket_rows(tickets: QuerySet[Ticket], price) -> Iterator[list]:
+    """The tickets' values in TICKET_COLUMNS order, in id order, the price (satangs) mapped by
+    `price`; one query, streamed."""
     fields = [field for _, field in TICKET_COLUMNS]
-    price = fields.index("ticket_type__price")
-    rows = tickets.order_by("id").values_list(*fields).iterator(chunk_size=CHUNK_ROWS)
-
-    def with_baht(rows):
-        for row in rows:
-            row = list(row)
-            row[price] = satangs_to_decimal_string(row[price])
-            yield row
-
-    return _lines(tuple(name for name, _ in TICKET_COLUMNS), with_baht(rows))
+    at = fields.index("ticket_type__price")
+    for row in tickets.order_by("id").values_list(*fields).iterator(chunk_size=CHUNK_ROWS):
+        row = list(row)
+        row[at] = price(row[at])
+        yield row
 
 
-def orders_csv(orders: QuerySet[Order]) -> Iterator[str]:
-    """The orders as CSV lines (header first) with their ticket counts, in id order; one
+def _order_rows(orders: QuerySet[Order]) -> Iterator[tuple]:
+    """The orders' values in ORDER_COLUMNS order with their ticket counts, in id order; one
     query, streamed."""
-    rows = (
+    return (
         orders.annotate(ticket_count=Count("tickets"))
         .order_by("id")
         .values_list(*(field for _, field in ORDER_COLUMNS))
         .iterator(chunk_size=CHUNK_ROWS)
     )
-    return _lines(tuple(name for name, _ in ORDER_COLUMNS), rows)
+
+
+def _header(columns) -> tuple[str, ...]:
+    return tuple(name for name, _ in columns)
+
+
+def tickets_csv(tickets: QuerySet[Ticket]) -> Iterator[str]:
+    """The tickets as CSV lines (BOM and header first), in id order; one query, streamed."""
+    return _lines(_header(TICKET_COLUMNS), _ticket_rows(tickets, satangs_to_decimal_string))
+
+
+def orders_csv(orders: QuerySet[Order]) -> Iterator[str]:
+    """The orders as CSV lines (BOM and header first) with their ticket counts, in id order."""
+    return _lines(_header(ORDER_COLUMNS), _order_rows(orders))
+
+
+def _baht(satangs: int | None) -> Decimal | None:
+    return None if satangs is None else Decimal(satangs_to_decimal_string(satangs))
+
+
+def tickets_xlsx(tickets: QuerySet[Ticket], output: BinaryIO) -> int:
+    """The tickets as an XLSX workbook written to `output` (prices as numbers, in baht);
+    returns how many tickets."""
+    return _xlsx(_header(TICKET_COLUMNS), _ticket_rows(tickets, _baht), output, "Tickets")
+
+
+def orders_xlsx(orders: QuerySet[Order], output: BinaryIO) -> int:
+    """The orders as an XLSX workbook written to `output`; returns how many orders."""
+    return _xlsx(_header(ORDER_COLUMNS), _order_rows(orders), output, "Orders")
