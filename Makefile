@@ -96,7 +96,7 @@ drift-check:
 		print("newest allowed:", ", ".join(f"{p} {version(p)}" for p in sys.argv[1:]))' \
 		$(DRIFT_PACKAGES)
 	env -u DATABASE_URL -u REDIS_URL -u REQUIRE_ALL_TESTS $(DRIFT_VENV)/bin/pytest \
-		-m "not browser and not postgres and not redis" -x -q -p no:cacheprovider $(DRIFT_TESTS)
+		-m "not browser and not postgres and not redis" -x -q -p no:cacheprovider -n 2 $(DRIFT_TESTS)
 
 clean:
 	rm -rf $(VENV) $(VENV312) $(DRIFT_VENV) db.sqlite3 db.sqlite3-* staticfiles media test-output
