@@ -23,6 +23,8 @@ from tickets.services.gate import ticket_check_in
 from tickets.services.issuing import ticket_create
 from tickets.services.revoking import order_cancel, ticket_revoke
 
+from .demo_people import HOLDERS, ORGANIZERS, USERS
+
 REDIRECT_URI = "http://127.0.0.1:8765/callback"
 
 
@@ -30,51 +32,6 @@ def docs_redirect_uri() -> str:
     """Where the API docs' Authorize comes back to on this site (`make run`:
     http://127.0.0.1:8000/api/public/docs/oauth2-redirect.html); redirect URIs match exactly."""
     return f"{settings.SITE_URL}/api/public/docs/oauth2-redirect.html"
-
-
-# Local demo only: fixed so that every run prints the same working credentials.
-USERS = {
-    "admin": {"password": "admin-demo-pass", "email": "admin@demo.example", "name": "Demo Admin"},
-    "staff": {
-        "password": "staff-demo-pass",
-        "email": "staff@demo.example",
-        "name": "Somchai Staff",
-    },
-    "buyer": {"password": "buyer-demo-pass", "email": "buyer@demo.example", "name": "Nok Buyer"},
-    "outsider": {
-        "password": "outsider-demo-pass",
-        "email": "outsider@demo.example",
-        "name": "Olan Outsider",
-    },
-}
-ORGANIZERS = [
-    {
-        "slug": "demo-bangkok-live",
-        "name": "Bangkok Live",
-        "client_id": "demo-bangkok-live-client",
-        "client_secret": "demo-bangkok-live-secret",
-    },
-    {
-        "slug": "demo-chiang-mai-events",
-        "name": "Chiang Mai Events",
-        "client_id": "demo-chiang-mai-client",
-        "client_secret": "demo-chiang-mai-secret",
-    },
-]
-HOLDERS = [
-    ("Somsak", "Jaidee"),
-    ("Malee", "Srisuk"),
-    ("Anan", "Wongsa"),
-    ("Ploy", "Chaiyaporn"),
-    ("Niran", "Thongdee"),
-    ("Kanya", "Boonmee"),
-    ("Preecha", "Rattana"),
-    ("Sunee", "Kaewmanee"),
-    ("Chai", "Petchara"),
-    ("Lamai", "Suksawat"),
-    ("Wichai", "Phrom"),
-    ("Dao", "Intharat"),
-]
 
 
 @dataclass
@@ -197,40 +154,44 @@ def _sell(
 
 
 def _fill_simple(event: Event, types: dict[str, TicketType], buyer: User, staff: User) -> None:
-    regular, vip, limited = (
-        types["simple_regular"],
-        types["simple_vip"],
-        types["simple_api_limited"],
-    )
     actor = Actor(user=staff)
-    name = (buyer.full_name.split()[0], buyer.full_name.split()[-1])
-    paid = _sell(
+    _fill_simple_buyer(event, types, buyer, actor)
+    _fill_simple_crowd(event, types, actor)
+    ticket_create(
         event=event,
-        buyer=buyer,
-        holder=name,
-        email=buyer.email,
-        items=[(regular, "SSF-BUY-001"), (vip, "SSF-BUY-002")],
-        status=Order.Status.PAID,
+        ticket_type_id=types["simple_api_limited"].id,
+        firstname="Partner",
+        lastname="Guest",
+        email="partner.guest@demo.example",
+        phone="0812345679",
+        external_id="PARTNER-0001",
+        reference_code="SSF-PARTNER-1",
+        suppress_notifications=True,
+        actor=actor,
     )
-    ticket_check_in(event=event, ticket_id=paid.tickets.get(ticket_type=regular).id, actor=actor)
-    _sell(
-        event=event,
-        buyer=buyer,
-        holder=name,
-        email=buyer.email,
-        items=[(regular, "SSF-BUY-003")],
-        status=Order.Status.PENDING,
-    )
-    cancelled = _sell(
-        event=event,
-        buyer=buyer,
-        holder=name,
-        email=buyer.email,
-        items=[(vip, "SSF-BUY-004")],
-        status=Order.Status.PAID,
-    )
-    order_cancel(order_id=cancelled.id, actor=actor)
 
+
+def _fill_simple_buyer(event: Event, types: dict[str, TicketType], buyer: User, actor) -> None:
+    """The demo buyer's orders: paid (one ticket used), pending, and cancelled."""
+    regular, vip = types["simple_regular"], types["simple_vip"]
+    name = (buyer.full_name.split()[0], buyer.full_name.split()[-1])
+    orders = {}
+    for key, items, status in [
+        ("paid", [(regular, "SSF-BUY-001"), (vip, "SSF-BUY-002")], Order.Status.PAID),
+        ("pending", [(regular, "SSF-BUY-003")], Order.Status.PENDING),
+        ("cancelled", [(vip, "SSF-BUY-004")], Order.Status.PAID),
+    ]:
+        orders[key] = _sell(
+            event=event, buyer=buyer, holder=name, email=buyer.email, items=items, status=status
+        )
+    used = orders["paid"].tickets.get(ticket_type=regular)
+    ticket_check_in(event=event, ticket_id=used.id, actor=actor)
+    order_cancel(order_id=orders["cancelled"].id, actor=actor)
+
+
+def _fill_simple_crowd(event: Event, types: dict[str, TicketType], actor) -> None:
+    """Paid orders of two or three tickets per holder; every other holder's first is used."""
+    regular, vip = types["simple_regular"], types["simple_vip"]
     code = 0
     for index, holder in enumerate(HOLDERS):
         items = []
@@ -250,19 +211,6 @@ def _fill_simple(event: Event, types: dict[str, TicketType], buyer: User, staff:
             ticket_check_in(event=event, ticket_id=tickets[0].id, actor=actor)
         if index == 5:
             ticket_revoke(event=event, ticket_id=tickets[-1].id, reason="Refunded", actor=actor)
-
-    ticket_create(
-        event=event,
-        ticket_type_id=limited.id,
-        firstname="Partner",
-        lastname="Guest",
-        email="partner.guest@demo.example",
-        phone="0812345679",
-        external_id="PARTNER-0001",
-        reference_code="SSF-PARTNER-1",
-        suppress_notifications=True,
-        actor=actor,
-    )
 
 
 def _fill_multi(event: Event, types: dict[str, TicketType], staff: User, day1: CheckInType) -> None:
@@ -314,9 +262,22 @@ def demo_bootstrap() -> DemoData:
         user=staff, organizer=main, defaults={"role": Membership.Role.ADMIN}
     )
 
+    data = DemoData(
+        admin=admin,
+        users={"staff": staff, "buyer": buyer, "outsider": outsider},
+        organizers=organizers,
+        events={},
+        ticket_types={},
+        check_in_types={},
+    )
     now = timezone.now().replace(minute=0, second=0, microsecond=0)
-    events, types, check_in_types = {}, {}, {}
+    _simple_event(data, main, now)
+    _multi_event(data, main, now)
+    _other_events(data, main, other, now)
+    return data
 
+
+def _simple_event(data: DemoData, main: Organizer, now) -> None:
     simple, created = _event(
         main,
         "Siam Sound Festival",
@@ -328,7 +289,8 @@ def demo_bootstrap() -> DemoData:
         start_at=now + timedelta(days=30),
         end_at=now + timedelta(days=30, hours=8),
     )
-    events["simple"] = simple
+    data.events["simple"] = simple
+    types = data.ticket_types
     types["simple_regular"] = _ticket_type(
         simple, "Regular", price=150000, quantity=1000, position=1
     )
@@ -337,8 +299,10 @@ def demo_bootstrap() -> DemoData:
         simple, "Partner allocation", price=120000, quantity=50, api_quota=3, position=3
     )
     if created:
-        _fill_simple(simple, types, buyer, staff)
+        _fill_simple(simple, types, data.users["buyer"], data.users["staff"])
 
+
+def _multi_event(data: DemoData, main: Organizer, now) -> None:
     multi, created = _event(
         main,
         "Bangkok Tech Summit",
@@ -350,7 +314,8 @@ def demo_bootstrap() -> DemoData:
         start_at=now + timedelta(days=45),
         end_at=now + timedelta(days=46, hours=9),
     )
-    events["multi"] = multi
+    data.events["multi"] = multi
+    types, check_in_types = data.ticket_types, data.check_in_types
     types["multi_regular"] = _ticket_type(multi, "Conference pass", price=250000, quantity=500)
     types["multi_vip"] = _ticket_type(multi, "VIP pass", price=900000, quantity=50, position=1)
     for position, (key, name) in enumerate(
@@ -361,8 +326,11 @@ def demo_bootstrap() -> DemoData:
         )[0]
     check_in_types["vip_lounge"].ticket_types.set([types["multi_vip"]])
     if created:
-        _fill_multi(multi, types, staff, check_in_types["day1"])
+        _fill_multi(multi, types, data.users["staff"], check_in_types["day1"])
 
+
+def _other_events(data: DemoData, main: Organizer, other: Organizer, now) -> None:
+    """A draft and an ended event of the main organizer, and the other organizer's event."""
     draft, _ = _event(
         main,
         "New Year Countdown",
@@ -371,7 +339,7 @@ def demo_bootstrap() -> DemoData:
         start_at=now + timedelta(days=60),
         end_at=now + timedelta(days=60, hours=4),
     )
-    events["draft"] = draft
+    data.events["draft"] = draft
     _ticket_type(draft, "Early bird", price=99000, quantity=200)
 
     ended, created = _event(
@@ -382,7 +350,7 @@ def demo_bootstrap() -> DemoData:
         start_at=now - timedelta(days=20),
         end_at=now - timedelta(days=20) + timedelta(hours=6),
     )
-    events["ended"] = ended
+    data.events["ended"] = ended
     ended_type = _ticket_type(ended, "Entry", price=0, quantity=300)
     if created:
         _fill_single(ended, ended_type, "LKN")
@@ -396,16 +364,7 @@ def demo_bootstrap() -> DemoData:
         start_at=now + timedelta(days=50),
         end_at=now + timedelta(days=51),
     )
-    events["other_organizer"] = other_event
+    data.events["other_organizer"] = other_event
     other_type = _ticket_type(other_event, "Weekend pass", price=180000, quantity=400)
     if created:
         _fill_single(other_event, other_type, "CMJ")
-
-    return DemoData(
-        admin=admin,
-        users={"staff": staff, "buyer": buyer, "outsider": outsider},
-        organizers=organizers,
-        events=events,
-        ticket_types=types,
-        check_in_types=check_in_types,
-    )

@@ -10,7 +10,8 @@ from django.contrib.staticfiles.handlers import StaticFilesHandler
 from django.test.testcases import LiveServerThread
 from pytest_django.live_server_helper import LiveServer
 
-from devtools.demo import USERS, demo_bootstrap, docs_redirect_uri
+from devtools.demo import demo_bootstrap, docs_redirect_uri
+from devtools.demo_people import USERS
 from oauth_setup.models import Application
 from tests.support import CHROMIUM, CHROMIUM_ARGS
 

@@ -16,7 +16,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.test import Client
 
-from devtools.demo import ORGANIZERS, REDIRECT_URI
+from devtools.demo import REDIRECT_URI
+from devtools.demo_people import ORGANIZERS
 
 from .bootstrap_demo import _logs_on_stderr
 
