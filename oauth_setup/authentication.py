@@ -25,18 +25,22 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
     www_authenticate_realm = "api"
 
     def authenticate(self, request):
-        django_request = request._request
-        if "HTTP_AUTHORIZATION" not in django_request.META and request.content_type.startswith(
+        # The Django request's META, body and form are DRF's request's own attributes (proxied).
+        if "HTTP_AUTHORIZATION" not in request.META and request.content_type.startswith(
             "application/json"
         ):
-            token = _json_body_token(django_request.body)
+            token = _json_body_token(request.body)
             if token:
-                django_request.META["HTTP_AUTHORIZATION"] = f"Bearer {token}"
-                django_request._sent_body_token = True
-        elif request.method == "POST" and django_request.POST.get("access_token"):
-            django_request._sent_body_token = True
+                request.META["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+                request._sent_body_token = True
+        elif (
+            "HTTP_AUTHORIZATION" not in request.META
+            and request.method == "POST"
+            and request.POST.get("access_token")
+        ):
+            request._sent_body_token = True
 
-        raw_token = _header_token(django_request.META.get("HTTP_AUTHORIZATION"))
+        raw_token = _header_token(request.META.get("HTTP_AUTHORIZATION"))
         if raw_token is None or not settings.API_TOKEN_CACHE_SECONDS:
             return super().authenticate(request)  # the throttles count it themselves
 
@@ -47,7 +51,7 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
         copy = token_cache.cached_token(raw_token)
         if copy is not None:
             if count_request(request, copy, marker) == [False]:
-                django_request.kept_roles = token_cache.KeptRoles(checksum, read_at=read_at)
+                request.kept_roles = token_cache.KeptRoles(checksum, read_at=read_at)
                 return copy.user, copy
             token_cache.drop(checksum)  # marked, or the cache did not say: ask the database
         authenticated = super().authenticate(request)
@@ -57,7 +61,7 @@ class OAuth2TokenAuthentication(OAuth2Authentication):
             and count_request(request, authenticated[1], marker) == [False]
         ):
             token_cache.remember(authenticated[1], read_at=read_at)
-            django_request.kept_roles = token_cache.KeptRoles(checksum, read_at=read_at)
+            request.kept_roles = token_cache.KeptRoles(checksum, read_at=read_at)
         return authenticated
 
     def authenticate_header(self, request):

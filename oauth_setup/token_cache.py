@@ -35,9 +35,9 @@ every process at once.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import logging
-import pickle
 import threading
 import time
 from collections import OrderedDict
@@ -66,7 +66,7 @@ _MIN_LIFETIME = timedelta(seconds=5)
 @dataclass(slots=True)
 class _Copy:
     drop_at: float  # the monotonic time it must be dropped
-    token: bytes  # pickled
+    token: object  # never handed out itself: each request gets its own copy (`_instance`)
     # organizer id -> (the user's role, the monotonic time it must be dropped)
     roles: dict[int, tuple[str, float]] = field(default_factory=dict)
 
@@ -98,8 +98,19 @@ def cached_token(raw_token: str):
         if entry is None:
             return None
         _copies.move_to_end(checksum)
-    token = pickle.loads(entry.token)  # each request gets its own instance
+    token = _instance(entry.token)
     return token if token_may_act(token) else None
+
+
+def _instance(kept):
+    """A request's own instance of a kept token, user and application: shallow copies (their
+    field values are immutable), so that nothing a request caches or sets on one reaches the
+    next request. Half the cost of unpickling a pickled copy."""
+    token = copy.copy(kept)
+    if kept.user is not None:
+        token.user = copy.copy(kept.user)
+    token.application = copy.copy(kept.application)
+    return token
 
 
 def _live_copy(checksum: str) -> _Copy | None:
@@ -118,13 +129,13 @@ def remember(token, *, read_at: float) -> None:
     lifetime = token.expires - timezone.now()
     if not seconds or lifetime < _MIN_LIFETIME or token.resource:
         return
-    copy = _without(token, "token")
+    kept = _without(token, "token")
     if token.user is not None:
-        copy.user = _without(token.user, "password")
-    copy.application = _without(token.application, "client_secret")
+        kept.user = _without(token.user, "password")
+    kept.application = _without(token.application, "client_secret")
     drop_at = min(read_at + seconds, time.monotonic() + lifetime.total_seconds())
     with _lock:
-        _copies[token.token_checksum] = _Copy(drop_at, pickle.dumps(copy))
+        _copies[token.token_checksum] = _Copy(drop_at, kept)
         _copies.move_to_end(token.token_checksum)
         while len(_copies) > MAX_TOKENS:
             _copies.popitem(last=False)

@@ -272,10 +272,6 @@ KNOWN_PRIVATE_USES = {
     # request's parameters are read as DOT's views read them.
     ("oauth_setup/views.py", "_add_iss_to_redirect"): "DOT's oauth2_backends helper",
     ("oauth_setup/views.py", "_extract_params"): "DOT's OAuthLibCore internals",
-    # DRF's Request: the Django request behind it, marked for the middleware and throttles.
-    ("oauth_setup/authentication.py", "_request"): "DRF Request._request",
-    ("ticketing/api/caller.py", "_request"): "DRF Request._request",
-    ("ticketing/api/throttling.py", "_request"): "DRF Request._request",
     # drf-spectacular offers these refinements of the document only as `_` methods.
     ("ticketing/api/openapi.py", "_get_paginator"): "drf-spectacular AutoSchema",
     ("ticketing/api/openapi.py", "_map_serializer_field"): "drf-spectacular AutoSchema",

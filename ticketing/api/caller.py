@@ -51,8 +51,6 @@ def caller_of(request: Request) -> Caller:
     if caller is None:
         if request.auth is None:
             raise InvalidToken()
-        caller = Caller(
-            token=request.auth, kept_roles=getattr(request._request, "kept_roles", None)
-        )
+        caller = Caller(token=request.auth, kept_roles=getattr(request, "kept_roles", None))
         request._caller = caller
     return caller

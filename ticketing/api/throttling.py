@@ -97,7 +97,7 @@ class _CacheRateThrottle(BaseThrottle):
         counter = self.counter(request, request.auth)
         if counter is None:
             return True
-        counted = getattr(request._request, "_rate_counts", {})
+        counted = getattr(request, "_rate_counts", {})
         if counter.name in counted:  # by the authentication, even if its window ended since
             counter, count = counted[counter.name]
         else:
@@ -122,7 +122,7 @@ def count_request(request, token, keys: Sequence[str] = ()) -> list[bool] | None
         and (counter := throttle.counter(request, token)) is not None
     ]
     counts, found = _count(counters, keys)
-    request._request._rate_counts = {
+    request._rate_counts = {
         counter.name: (counter, count) for counter, count in zip(counters, counts, strict=True)
     }
     return found
@@ -138,7 +138,7 @@ def charge_request(request, cost: int) -> None:
     """
     if cost <= 1:
         return
-    counted = getattr(request._request, "_rate_counts", {})
+    counted = getattr(request, "_rate_counts", {})
     counters = []
     for throttle in request.parser_context["view"].get_throttles():
         if not isinstance(throttle, _CacheRateThrottle):
