@@ -3,6 +3,7 @@ confirmation, which names it by a signed id bound to the user and the event: a f
 is sent once, the confirmation is a small request, and nobody else can confirm it."""
 
 import logging
+import re
 from datetime import timedelta
 from html.parser import HTMLParser
 
@@ -18,9 +19,11 @@ from django.utils import timezone
 
 from tests.admin.helpers import messages_of
 from tests.factories import EventFactory, MembershipFactory, TicketTypeFactory, UserFactory
+from tests.task_support import run_due_tasks
 from tickets.admin import imports
 from tickets.models import ImportUpload, Ticket
 from tickets.services import import_upload
+from tickets.services.import_jobs import INLINE_ROWS
 from tickets.services.import_upload import tickets_import_text
 
 HEADER = "firstname,lastname,email,phone,ticket_type,external_id\n"
@@ -80,8 +83,18 @@ def _refused(client, event, fields) -> None:
     assert messages_of(client.get(response["Location"])) == [REFUSED]
 
 
+def _job_page(client, response):
+    """The job page a redirect leads to: (its response, its progress bar's value and max)."""
+    assert response.status_code == 302 and "job=" in response["Location"]
+    page = client.get(response["Location"])
+    bar = re.search(
+        r'<progress id="import-progress" value="(\d+)" max="(\d+)"', page.content.decode()
+    )
+    return page, bar and (int(bar[1]), int(bar[2]))
+
+
 @pytest.mark.django_db
-def test_import_of_a_2_mb_file_previews_then_confirms_with_a_small_request(
+def test_import_of_a_2_mb_file_previews_then_confirms_as_tasks_with_a_small_request(
     admin_client_a, world_a, caplog
 ):
     caplog.set_level(logging.WARNING, logger="tickets.services")  # not a line per ticket
@@ -89,18 +102,25 @@ def test_import_of_a_2_mb_file_previews_then_confirms_with_a_small_request(
     text = _csv(19_000, "Big Hall")
     assert 2_100_000 < len(text.encode()) < 2_200_000
 
-    preview = _preview(admin_client_a, world_a.event, text)
+    queued = _preview(admin_client_a, world_a.event, text)
 
-    assert preview.status_code == 200
+    page, bar = _job_page(admin_client_a, queued)
+    assert bar == (0, 19_000) and "Waiting for a worker" in page.content.decode()
+    assert '<meta http-equiv="refresh" content="1">' in page.content.decode()
+    assert run_due_tasks(name_contains="import_job") == 1
+    preview = admin_client_a.get(queued["Location"])
     html = preview.content.decode()
     assert "19000 tickets would be created, 0 were already imported, 0 lines are rejected." in html
     assert not Ticket.objects.filter(ticket_type=hall).exists()
     fields = _confirm_fields(preview)
     assert sorted(fields) == ["confirm", "csrfmiddlewaretoken", "upload"]
 
-    done = admin_client_a.post(_url(world_a.event), fields)
+    confirmed = admin_client_a.post(_url(world_a.event), fields)
 
-    assert int(done.wsgi_request.META["CONTENT_LENGTH"]) < 2048  # no file text posted back
+    assert int(confirmed.wsgi_request.META["CONTENT_LENGTH"]) < 2048  # no file text posted back
+    assert _job_page(admin_client_a, confirmed)[1] == (0, 19_000)
+    assert run_due_tasks(name_contains="import_job") == 1
+    done = admin_client_a.get(confirmed["Location"])
     assert done.status_code == 302
     page = admin_client_a.get(done["Location"])
     assert page.status_code == 200
@@ -113,6 +133,19 @@ def test_import_of_a_2_mb_file_previews_then_confirms_with_a_small_request(
         "paid",
     )
     assert not ImportUpload.objects.exists()  # imported: kept no longer
+
+
+@pytest.mark.django_db
+def test_a_job_page_is_its_users_only(admin_client_a, admin_a, organizer, world_a):
+    queued = _preview(admin_client_a, world_a.event, _csv(INLINE_ROWS + 1, "A Regular"))
+    other = UserFactory(username="other-admin", is_staff=True)
+    MembershipFactory(user=other, organizer=organizer, role="admin")
+
+    response = _client(other).get(queued["Location"])
+
+    assert response.status_code == 302 and response["Location"] == _url(world_a.event)
+    forged = _client(admin_a).get(_url(world_a.event) + "&job=forged")
+    assert forged.status_code == 302 and forged["Location"] == _url(world_a.event)
 
 
 @pytest.mark.django_db
@@ -201,11 +234,11 @@ def test_import_refuses_a_file_over_the_limit_before_reading_it(
 
 @pytest.mark.django_db
 def test_import_page_says_the_largest_file_it_takes(admin_client_a, world_a, settings):
-    assert settings.IMPORT_MAX_UPLOAD_BYTES == 3 * 1024 * 1024
+    assert settings.IMPORT_MAX_UPLOAD_BYTES == 16 * 1024 * 1024
     page = admin_client_a.get(_url(world_a.event))
 
     limit = filesizeformat(settings.IMPORT_MAX_UPLOAD_BYTES)
-    assert limit == "3.0\xa0MB"
+    assert limit == "16.0\xa0MB"
     assert f"Files up to {limit}" in page.content.decode()
 
 

@@ -31,6 +31,7 @@ ROOT = Path(settings.BASE_DIR)
 # What each task of the project runs on; a new task fails this list until it says.
 DECLARED_QUEUES = {
     "tickets.tasks.ticket_email_send": "email",
+    "tickets.services.import_jobs.import_job_run": "default",
     "webhooks.tasks.webhook_endpoint_disabled_email": "email",
     "webhooks.tasks.webhook_event_dispatch": "webhooks",
     "webhooks.tasks.webhook_deliver": "webhooks",

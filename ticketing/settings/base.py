@@ -196,9 +196,9 @@ MEDIA_ROOT = Path(env_str("MEDIA_ROOT", str(BASE_DIR / "media")))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 # The largest CSV the admin's attendee import takes; larger files go through `manage.py
-# import_tickets`. The confirmation imports within its request (2 MB, 19,000 rows: 15-20 s),
-# so 3 MB stays inside gunicorn's 30 s timeout, past which the worker is killed mid-import.
-IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 3 * 1024 * 1024)
+# import_tickets`. Files of more than a few thousand rows are previewed and imported by a task
+# worker (tickets.services.import_jobs), not within the request: 16 MB is about 140,000 rows.
+IMPORT_MAX_UPLOAD_BYTES = env_int("IMPORT_MAX_UPLOAD_BYTES", 16 * 1024 * 1024)
 
 # --- Email ----------------------------------------------------------------------------------
 

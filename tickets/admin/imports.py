@@ -2,10 +2,14 @@
 line, then confirm (`tickets.services.import_upload`: the row service of `import_tickets`, so
 the admin and the command accept and reject exactly the same rows). The file stays on the
 server between the two; the confirmation posts only the signed id naming it, and the confirmed
-run reads the file again and checks every row again.
+run reads the file again and checks every row again. A file of more than INLINE_ROWS rows is
+previewed and imported by a worker (`tickets.services.import_jobs`) while the page shows a
+progress bar, reloading itself each second (no script: the admin's CSP stays as it is).
 """
 
 from __future__ import annotations
+
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -23,15 +27,21 @@ from organizers.admin_scoping import can_manage
 from ticketing.api.exceptions import ApplicationError
 
 from ..services.csv_input import CsvUnreadable
+from ..services.import_jobs import INLINE_ROWS, import_job_start, import_job_status
 from ..services.import_upload import (
     REPORT_ROWS,
     UploadGone,
+    import_upload_claim,
     import_upload_keep,
     import_upload_take,
     tickets_import_text,
     upload_decoded,
+    upload_rows,
 )
 from .ticket_tools import event_id_param
+
+TEMPLATE = "admin/tickets/ticket/import.html"
+REPORT_COUNTS = ("created", "existing", "rejected")
 
 
 class UploadForm(forms.Form):
@@ -86,25 +96,36 @@ class TicketImportMixin:
             "form": UploadForm(),
             "max_upload_bytes": settings.IMPORT_MAX_UPLOAD_BYTES,
         }
+        if request.method == "GET" and "job" in request.GET:
+            return self._job(request, event, context, request.GET["job"])
         if request.method == "POST" and "confirm" in request.POST:
             return self._confirm(request, event, ConfirmForm(request.POST))
         if request.method == "POST":
             form = UploadForm(request.POST, request.FILES)
             context["form"] = form
             if form.is_valid():
-                context.update(self._preview(request, event, form))
-        return TemplateResponse(request, "admin/tickets/ticket/import.html", context)
+                update = self._preview(request, event, form)
+                if not isinstance(update, dict):
+                    return update  # a large file: to its job's page
+                context.update(update)
+        return TemplateResponse(request, TEMPLATE, context)
 
-    def _preview(self, request, event, form) -> dict:
+    def _preview(self, request, event, form):
         data = form.cleaned_data["file"].read()
+        notify = form.cleaned_data["notify"]
         try:
             text = upload_decoded(data)
+            rows = upload_rows(text)
+            if rows > INLINE_ROWS:
+                upload = import_upload_keep(
+                    event=event, user=request.user, data=data, notify=notify, rows=rows
+                )
+                job = import_job_start(
+                    event=event, user=request.user, upload=upload, rows=rows, confirm=False
+                )
+                return redirect(_page(event, job=job))
             report = tickets_import_text(
-                event=event,
-                text=text,
-                user=request.user,
-                notify=form.cleaned_data["notify"],
-                dry_run=True,
+                event=event, text=text, user=request.user, notify=notify, dry_run=True
             )
         except CsvUnreadable as exc:
             form.add_error("file", exc.message)
@@ -113,7 +134,7 @@ class TicketImportMixin:
             form.add_error(None, exc.message)
             return {}
         signed_id = import_upload_keep(
-            event=event, user=request.user, data=data, notify=form.cleaned_data["notify"]
+            event=event, user=request.user, data=data, notify=notify, rows=rows
         )
         confirm = ConfirmForm(initial={"upload": signed_id})
         return {"report": report, "confirm_form": confirm, "preview_rows": REPORT_ROWS}
@@ -122,9 +143,18 @@ class TicketImportMixin:
         try:
             if not form.is_valid():
                 raise UploadGone
-            data, notify = import_upload_take(
-                signed_id=form.cleaned_data["upload"], event=event, user=request.user
-            )
+            signed_id = form.cleaned_data["upload"]
+            claim = import_upload_claim(signed_id=signed_id, event=event, user=request.user)
+            if claim.get("rows", 0) > INLINE_ROWS:
+                job = import_job_start(
+                    event=event,
+                    user=request.user,
+                    upload=signed_id,
+                    rows=claim["rows"],
+                    confirm=True,
+                )
+                return redirect(_page(event, job=job))
+            data, notify = import_upload_take(signed_id=signed_id, event=event, user=request.user)
             report = tickets_import_text(
                 event=event,
                 text=upload_decoded(data),
@@ -134,7 +164,10 @@ class TicketImportMixin:
             )
         except (UploadGone, CsvUnreadable, ApplicationError) as exc:
             self.message_user(request, exc.message, level="error")
-            return redirect(reverse("admin:tickets_ticket_import") + f"?event_id={event.pk}")
+            return redirect(_page(event))
+        return self._imported(request, event, report.created, report.existing, report.rejected)
+
+    def _imported(self, request, event, created: int, existing: int, rejected: int):
         self.message_user(
             request,
             ngettext(
@@ -142,8 +175,38 @@ class TicketImportMixin:
                 "rejected).",
                 "Imported %(created)d tickets (%(existing)d already imported, %(rejected)d "
                 "rejected).",
-                report.created,
+                created,
             )
-            % {"created": report.created, "existing": report.existing, "rejected": report.rejected},
+            % {"created": created, "existing": existing, "rejected": rejected},
         )
         return redirect(reverse("admin:tickets_ticket_changelist") + f"?event_id={event.pk}")
+
+    def _job(self, request, event, context, job_id: str):
+        """A job's page: its progress bar (the page reloads itself) until it is done, then the
+        preview with its Import button, or the import's outcome on the ticket list."""
+        try:
+            status = import_job_status(job_id=job_id, event=event, user=request.user)
+        except UploadGone as exc:
+            self.message_user(request, exc.message, level="error")
+            return redirect(_page(event))
+        report = status.report
+        if status.state == "failed" or (report is not None and report["error"]):
+            error = report["error"] if report else _("The import failed; see the worker's log.")
+            self.message_user(request, error, level="error")
+            return redirect(_page(event))
+        if report is not None and status.confirm:
+            return self._imported(request, event, *(report[k] for k in REPORT_COUNTS))
+        if report is not None:
+            context["report"] = report
+            context["confirm_form"] = ConfirmForm(initial={"upload": status.upload})
+            context["preview_rows"] = REPORT_ROWS
+        else:
+            context["job"] = status
+        return TemplateResponse(request, TEMPLATE, context)
+
+
+def _page(event, **params) -> str:
+    """The import page of `event`, with `params` (a job's id) in its query."""
+    return (
+        reverse("admin:tickets_ticket_import") + "?" + urlencode({"event_id": event.pk, **params})
+    )

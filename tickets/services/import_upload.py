@@ -11,6 +11,7 @@ few MB is sent once, not posted back with the confirmation.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import islice
@@ -59,11 +60,23 @@ def upload_decoded(data: bytes) -> str:
     return "".join(csv_lines(io.BytesIO(data), "utf-8-sig"))
 
 
+def upload_rows(text: str) -> int:
+    """How many data rows the text holds (the header not counted). Raises: CsvUnreadable."""
+    return max(sum(1 for _ in csv_rows(io.StringIO(text, newline=""), ",")) - 1, 0)
+
+
 def tickets_import_text(
-    *, event: Event, text: str, user: User, notify: bool, dry_run: bool
+    *,
+    event: Event,
+    text: str,
+    user: User,
+    notify: bool,
+    dry_run: bool,
+    progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
     """Import `text` (comma-separated, with a header) into `event`, a batch per transaction;
     with `dry_run`, everything is rolled back and the report says what would happen.
+    `progress` is told the rows done after each batch.
 
     Raises: CsvUnreadable, EventNotActive.
     Locks: the ticket types' rows, one batch at a time (none in a preview).
@@ -88,6 +101,8 @@ def tickets_import_text(
                     setattr(report, outcome.status, getattr(report, outcome.status) + 1)
                     if outcome.status == "rejected" or len(report.outcomes) < REPORT_ROWS:
                         report.outcomes.append(outcome)
+            if progress is not None:
+                progress(report.created + report.existing + report.rejected)
 
     if not dry_run:
         import_all()
@@ -101,13 +116,40 @@ def tickets_import_text(
     return report
 
 
-def import_upload_keep(*, event: Event, user: User, data: bytes, notify: bool) -> str:
+def import_upload_keep(
+    *, event: Event, user: User, data: bytes, notify: bool, rows: int = 0
+) -> str:
     """Keep an upload for its confirmation; returns the signed id naming it, which only `user`
     can confirm, for `event`. Uploads over a day old, anyone's, are deleted on the way."""
     ImportUpload.objects.filter(created_at__lt=timezone.now() - KEEP_UPLOADS).delete()
     upload = ImportUpload.objects.create(event=event, uploaded_by=user, data=data)
     claim = {"upload": upload.pk, "user": user.pk, "event": event.pk, "notify": notify}
-    return signing.dumps(claim, salt=SIGNING_SALT)
+    return signing.dumps(claim | {"rows": rows}, salt=SIGNING_SALT)
+
+
+def import_upload_claim(*, signed_id: str, event: Event, user: User) -> dict:
+    """What the signed id says (`upload`, `notify`, `rows`), if `user` may import it into
+    `event`. Raises: UploadGone."""
+    try:
+        claim = signing.loads(signed_id, salt=SIGNING_SALT, max_age=CONFIRM_WITHIN_SECONDS)
+    except signing.BadSignature:  # SignatureExpired too
+        raise UploadGone from None
+    if claim["user"] != user.pk or claim["event"] != event.pk:
+        raise UploadGone
+    return claim
+
+
+def import_upload_read(*, signed_id: str, event: Event, user: User) -> tuple[bytes, bool]:
+    """The file kept for a preview, and whether to notify; it stays. Raises: UploadGone."""
+    claim = import_upload_claim(signed_id=signed_id, event=event, user=user)
+    data = (
+        ImportUpload.objects.filter(pk=claim["upload"], uploaded_by=user, event=event)
+        .values_list("data", flat=True)
+        .first()
+    )
+    if data is None:
+        raise UploadGone
+    return bytes(data), claim["notify"]
 
 
 @transaction.atomic
@@ -117,12 +159,7 @@ def import_upload_take(*, signed_id: str, event: Event, user: User) -> tuple[byt
     Raises: UploadGone.
     Locks: the upload's row until commit: a second click waits, then finds it gone.
     """
-    try:
-        claim = signing.loads(signed_id, salt=SIGNING_SALT, max_age=CONFIRM_WITHIN_SECONDS)
-    except signing.BadSignature:  # SignatureExpired too
-        raise UploadGone from None
-    if claim["user"] != user.pk or claim["event"] != event.pk:
-        raise UploadGone
+    claim = import_upload_claim(signed_id=signed_id, event=event, user=user)
     upload = (
         ImportUpload.objects.select_for_update()
         .filter(pk=claim["upload"], uploaded_by=user, event=event)
