@@ -253,8 +253,13 @@ def demo_bootstrap() -> DemoData:
 
     organizers = []
     for spec in ORGANIZERS:
+        # A contact address for the ticket page, the PDF and the email's Reply-To.
+        contact = {
+            "contact_email": f"hello@{spec['slug']}.example",
+            "contact_phone": "+66 2 000 0000",
+        }
         organizer, _ = Organizer.objects.get_or_create(
-            slug=spec["slug"], defaults={"name": spec["name"]}
+            slug=spec["slug"], defaults={"name": spec["name"], **contact}
         )
         organizers.append((organizer, _application(organizer, spec), spec["client_secret"]))
     main, other = organizers[0][0], organizers[1][0]

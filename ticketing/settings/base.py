@@ -457,5 +457,7 @@ LOGGING = {
         "django.db.backends": {"level": "WARNING"},
         # A line per webhook POST otherwise; every attempt is recorded (WebhookAttempt).
         "httpx": {"level": "WARNING"},
+        # Seven progress lines per PDF ticket otherwise; its warnings (a missing font) stay.
+        "weasyprint.progress": {"level": "WARNING"},
     },
 }
