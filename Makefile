@@ -50,11 +50,17 @@ test-py312: $(VENV312)/.installed-dev
 serve: $(VENV)/.installed
 	PYTHON=$(PY) HOST=$(HOST) PORT=$(PORT) SECURE_SSL_REDIRECT=$${SECURE_SSL_REDIRECT:-false} ./deploy/serve.sh
 
-# The gate's workloads side by side with GET /info in one run (issue 14); needs DATABASE_URL
-# (PostgreSQL) and REDIS_URL.
+# The gate's workloads side by side with GET /info in one run (issues 14, 29), driven by wrk;
+# needs DATABASE_URL (PostgreSQL), REDIS_URL and wrk. About 5 minutes.
 .PHONY: bench-gate
 bench-gate: $(VENV)/.installed-dev
 	$(PY) bench/gate.py --rounds 3
+
+# One organizer cannot slow another (issue 28): uploads, gates under uploads, webhooks and email
+# beside a hostile organizer, token issuance; needs DATABASE_URL, REDIS_URL and wrk.
+.PHONY: bench-isolation
+bench-isolation: $(VENV)/.installed-dev
+	$(PY) bench/isolation.py
 
 bench: $(VENV)/.installed-dev
 	$(PY) bench/read_api.py

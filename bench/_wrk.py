@@ -8,7 +8,7 @@ reaches and overstates every ratio to it, so the throughput benches drive wrk (D
   a ticket id, a page number);
 - `RANDOM`: items drawn at random; otherwise each is sent once, split between wrk's threads
   (scans of tickets not admitted yet), and running out is counted (`exhausted`);
-- `TOKENS`: bearer tokens sent in turn.
+- `TOKENS`: credentials sent in turn in the `Authorization` header (bearer tokens, or `SCHEME`).
 
 The script counts every answer by status and sums the bench's server-side counts
 (`bench._counting`'s headers). wrk's own CPU (user + system, `/proc/<pid>/stat`) is read while
@@ -65,7 +65,7 @@ request = function()
   local it = item()
   local headers = {}
   if #TOKENS > 0 then
-    headers["Authorization"] = "Bearer " .. TOKENS[(counter % #TOKENS) + 1]
+    headers["Authorization"] = SCHEME .. " " .. TOKENS[(counter % #TOKENS) + 1]
   end
   local body = nil
   if BODY ~= "" then
@@ -124,6 +124,7 @@ class Load:
     items: list = field(default_factory=list)
     random: bool = False
     tokens: list[str] = field(default_factory=list)
+    scheme: str = "Bearer"  # of the Authorization header the tokens are sent in
     content_type: str = "application/json"
 
 
@@ -197,6 +198,7 @@ def run(
         "ITEMS": [str(item) for item in load.items],
         "RANDOM": load.random,
         "TOKENS": list(load.tokens),
+        "SCHEME": load.scheme,
         "CONTENT_TYPE": load.content_type,
         "NTHREADS": threads,
     }

@@ -31,7 +31,8 @@ its rounds' ratios: this machine's speed drifts by tens of percent within minute
 after one that wrote starts from a vacuumed and checkpointed database (`bench._data.settle`).
 
 wrk's own CPU and the gunicorn workers' are read from /proc over each run and printed as
-shares of one core: what the generator took from the server on a machine they share.
+shares of one core: what the generator took from the server on a machine they share. `CPU ms`
+is the workers' CPU per answer, which other load on the machine moves less than a rate.
 """
 
 from __future__ import annotations
@@ -328,7 +329,8 @@ def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], wor
     )
     header = (
         f"{'workload':<24} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'SQL/req':>7} {'Redis':>5} "
-        f"{'vs /info':>8} {'vs scan':>8} {'target':>12} {'wrk core':>8} {'server':>6}  non-expected"
+        f"{'vs /info':>8} {'vs scan':>8} {'target':>12} {'wrk core':>8} {'server':>6} {'CPU ms':>6}"
+        "  non-expected"
     )
     print(header)
     print("-" * len(header))
@@ -368,7 +370,9 @@ def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], wor
             f"{middle.p50_ms:7.1f} {middle.p99_ms:7.1f} {middle.sql_per_request:7.2f} "
             f"{middle.redis_per_request:5.2f} {cell(vs_info)} {cell(vs_scan)} {target_text:>12} "
             f"{statistics.median(r.wrk_core_share for r in runs):8.0%} "
-            f"{statistics.median(r.server_core_share for r in runs):6.0%}  {bad or '-'}"
+            f"{statistics.median(r.server_core_share for r in runs):6.0%} "
+            f"{statistics.median(r.server_cpu_seconds * 1000 / max(1, r.requests) for r in runs):6.2f}"
+            f"  {bad or '-'}"
         )
     all_runs = [run for runs in rounds.values() for run in runs]
     wrk_cpu = sum(run.wrk_cpu_seconds for run in all_runs)
