@@ -724,12 +724,7 @@ def upward_imports(module: str, is_package: bool, tree: ast.AST) -> list[tuple[i
     ]
 
 
-KNOWN_UPWARD_IMPORTS = {
-    # Value types and helpers that live in tickets/services but are used below it. Issue 27:
-    # move them out of services/ (`ticket_page_url`, `GateResult`/`TypeResult`, `iso`).
-    ("tickets/serializers.py", "tickets.services"): "GateResult, TypeResult",
-    ("tickets/rules.py", "tickets.services"): "iso",
-}
+KNOWN_UPWARD_IMPORTS: dict[tuple[str, str], str] = {}
 
 
 @functools.cache

@@ -1,10 +1,9 @@
 """Domain errors of tickets, with the contract's codes (CONTRACT §2).
 
-A check-in, renew or invalidate rejection carries the ticket as it stands, so a gate can show
-who it is and when it was used. The body is rendered here, when the service raises inside its
-transaction, because that is when the locked row is known to be current; the exception handler
-then copies `extra["ticket"]` into the response like any other extra field. The instance stays on
-`exc.ticket` for callers that are not HTTP (the admin).
+A check-in, renew or invalidate rejection carries the ticket as it stands (`exc.ticket`, the
+instance the service decided on), so a gate can show who it is and when it was used. It is
+rendered only when the body is built (the exception handler reads `extra`); callers that are
+not HTTP (the admin, a batch upload) never pay for it.
 """
 
 from __future__ import annotations
@@ -25,11 +24,21 @@ def ticket_body(ticket: Ticket) -> dict[str, Any]:
 
 
 class _CarriesTicket:
-    """Mixin: `ticket=` is required and rendered into the error body."""
+    """Mixin: `ticket=` is required; the error body shows it (`extra["ticket"]`)."""
 
     def __init__(self, message: str | None = None, *, ticket: Ticket, **extra: Any):
         self.ticket = ticket
-        super().__init__(message, ticket=ticket_body(ticket), **extra)
+        super().__init__(message, **extra)
+
+    @property
+    def extra(self) -> dict[str, Any]:
+        """The body's extra fields, the ticket rendered now: the service raised with the
+        ticket as it decided, and nothing changes it on the way to the handler."""
+        return {**self._extra, "ticket": ticket_body(self.ticket)}
+
+    @extra.setter
+    def extra(self, value: dict[str, Any]) -> None:
+        self._extra = value
 
 
 class QuotaExceeded(Unprocessable):

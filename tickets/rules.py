@@ -1,10 +1,12 @@
 """The gate's admission rules, declared once (CONTRACT §7).
 
-Each rule is read two ways. The locked path (`ticket_check_in`, `ticket_renew`) asks its Python
-predicate of the locked ticket and raises the rule's error with its message. The one-statement
-admission (`tickets.services.gate`) puts its SQL predicate, over the aliases `t` (the ticket),
-`o` (its order) and `e` (its event), in the WHERE clause of its UPDATE. A rule added here
-therefore reaches both; tests/write_api/test_gate_rules.py holds every rule to both paths.
+Each rule is read two ways. The locked path (`ticket_check_in`, `ticket_renew`) and a batch
+upload ask its Python predicate of the ticket and reject with the rule's error and message. The
+one-statement admission (`tickets.services.admission`) puts its SQL predicate, over the aliases
+`t` (the ticket), `o` (its order) and `e` (its event), in the WHERE clauses that decide, and
+reads each rule's verdict back to explain a refusal. The rules of a check-in type (`TYPE_RULES`)
+fail one requested type, not the request. A rule added here therefore reaches every path;
+tests/write_api/test_gate_rules.py holds every rule to both forms.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from events.models import CheckInType, Event
-from ticketing.api.exceptions import ApplicationError
+from ticketing.api.exceptions import ApplicationError, InvalidParameters
 
 from .exceptions import (
     EventNotActiveForTicket,
@@ -22,8 +24,8 @@ from .exceptions import (
     TicketAlreadyUsed,
     TicketRevoked,
 )
-from .models import Order, Ticket
-from .services.common import iso
+from .gate_types import iso
+from .models import Order, Ticket, TicketCheckIn
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,55 @@ SIMPLE_CHECK_IN = (
         ),
     ),
 )
+
+
+@dataclass(frozen=True)
+class TypeRule:
+    """A condition a requested check-in type must meet for the ticket. A broken one fails that
+    type alone: its result says why (CONTRACT §7) and a batch upload records `code`."""
+
+    # On the type as `check_in_types_for_ticket` annotates it (`restricted`, `valid_for_ticket`,
+    # `admitted_at`), None when the event has no such type.
+    holds: Callable[[CheckInType | None], bool]
+    # Over the aliases r (the request: `r.type_id`), c (the event's type, NULL when unknown),
+    # a (the ticket's admission at that type, NULL when none) and t (the ticket).
+    sql: str
+    code: str
+    message: Callable[[CheckInType | None], str]
+
+
+_LIMITED_TO = CheckInType.ticket_types.through._meta.db_table
+
+# Each requested type of a multiple-mode check-in, in the order the results tell them.
+TYPE_RULES = (
+    TypeRule(
+        holds=lambda check_in_type: check_in_type is not None,
+        sql="c.id IS NOT NULL",
+        code=InvalidParameters.code,  # the request named it wrongly (CONTRACT §2)
+        message=lambda check_in_type: "Unknown check-in type",
+    ),
+    TypeRule(
+        holds=lambda check_in_type: check_in_type.admitted_at is None,
+        sql="a.used_at IS NULL",
+        code=TicketAlreadyUsed.code,
+        message=lambda check_in_type: f"Already checked in at {iso(check_in_type.admitted_at)}",
+    ),
+    TypeRule(
+        holds=lambda check_in_type: not check_in_type.restricted or check_in_type.valid_for_ticket,
+        sql=f"NOT EXISTS (SELECT 1 FROM {_LIMITED_TO} AS l WHERE l.checkintype_id = c.id)"
+        f" OR EXISTS (SELECT 1 FROM {_LIMITED_TO} AS l WHERE l.checkintype_id = c.id"
+        " AND l.tickettype_id = t.ticket_type_id)",
+        code=InvalidParameters.code,
+        message=lambda check_in_type: "Not valid for this ticket type",
+    ),
+)
+# The table `a` is read from.
+TYPE_ADMISSIONS = TicketCheckIn._meta.db_table
+
+
+def type_rule_broken(check_in_type: CheckInType | None) -> TypeRule | None:
+    """The first of `TYPE_RULES` a requested type breaks for the ticket; None if none."""
+    return next((rule for rule in TYPE_RULES if not rule.holds(check_in_type)), None)
 
 
 def enforce(rules: Iterable[Rule], ticket: Ticket, event: Event) -> None:

@@ -11,10 +11,10 @@ from ticketing.api.fields import (
     datetime_representation,
 )
 
+from .gate_types import GateResult, TypeResult
 from .links import ticket_page_url
 from .models import Order, Ticket
 from .selectors import FORM_ANSWERS
-from .services.scans import GateResult, TypeResult
 
 
 class FormAnswerSerializer(serializers.Serializer):

@@ -47,7 +47,7 @@ def test_statement_and_locked_service_give_the_same_answer_and_audit_row(
         fast = client.post(checkin_url(by_statement), body)
     skipped = []
     with monkeypatch.context() as patch:
-        patch.setattr(gate, "_admit", lambda **kwargs: skipped.append(kwargs))
+        patch.setattr(gate, "admit", lambda **kwargs: skipped.append(kwargs))
         locked = client.post(checkin_url(by_service), body)
 
     assert skipped, "the locked service should have answered"

@@ -18,8 +18,8 @@ from tickets.exceptions import (
     TicketRevoked,
 )
 from tickets.models import Order, Ticket
-from tickets.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE
-from tickets.services import gate
+from tickets.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES
+from tickets.services import admission, gate
 from tickets.services.common import Actor, ticket_lock
 from tickets.services.scans import TicketKey
 
@@ -97,10 +97,11 @@ def test_locked_path_refuses_with_the_rule_error(rule, event, ticket_type):
     assert db_state(event) == before
 
 
-def test_every_rule_is_in_the_admission_statement():
-    where = gate._admit_sql()
-    for condition in (*RULES, SIMPLE_MODE):
-        assert f"({condition.sql})" in where
+@pytest.mark.parametrize("typed", [False, True], ids=["simple", "typed"])
+def test_every_rule_is_in_the_admission_statement(typed):
+    statement = admission.admit_sql(typed=typed)
+    for condition in (*RULES, SIMPLE_MODE, *(TYPE_RULES if typed else ())):
+        assert f"({condition.sql})" in statement
 
 
 @pytest.mark.postgres

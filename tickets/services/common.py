@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from django.db import IntegrityError
 from django.db.models import Exists, OuterRef
-from django.utils import timezone
 
 from events.models import CheckInType, Event
 from ticketing.api.exceptions import NotFound
 
+from ..gate_types import iso
 from ..models import Ticket, TicketFormAnswer
 from ..selectors import with_form_answers
+
+__all__ = ["Actor", "iso", "ticket_lock", "violates"]  # `iso` for the services that format times
 
 if TYPE_CHECKING:
     from accounts.models import User
@@ -42,11 +43,6 @@ def violates(exc: IntegrityError, field: str) -> bool:
     if constraint is not None:
         return constraint == _UNIQUE_CONSTRAINTS[field]
     return f"{Ticket._meta.db_table}.{field}" in str(exc)
-
-
-def iso(value: datetime) -> str:
-    """A time in the services' messages: ISO 8601, local, to the second."""
-    return timezone.localtime(value).isoformat(timespec="seconds")
 
 
 def ticket_lock(*, event: Event, **filters) -> Ticket:

@@ -1,12 +1,12 @@
 """The gate: check-in and renew (CONTRACT §7).
 
-Two paths admit a ticket, side by side here, and both take their conditions from the rules
-declared in `tickets.rules`. Most scans are of an active ticket of a paid order at an event
-without check-in types; on PostgreSQL that case is one conditional UPDATE (`_admit`) whose WHERE
-clause is the rules, so the database decides. Everything else takes the locked path
-(`ticket_check_in`): the ticket row is locked with `select_for_update`, the rules are asked of
-it, and a rejection names the rule the ticket broke. The unique constraints on `nfc_uid` and on
-(ticket, check-in type) are the last word on bindings and per-type admissions.
+Two paths admit a ticket, and both take their conditions from the rules declared in
+`tickets.rules`. On PostgreSQL a check-in by the event's id, with or without check-in types, is
+one statement whose WHERE clauses are the rules (`tickets.services.admission`), so the database
+decides. Everything else takes the locked path here (`ticket_check_in`, `ticket_renew`): the
+ticket row is locked with `select_for_update`, the rules are asked of it, and a rejection names
+the rule the ticket broke. The unique constraints on `nfc_uid` and on (ticket, check-in type)
+are the last word on bindings and per-type admissions.
 """
 
 from __future__ import annotations
@@ -20,30 +20,19 @@ from typing import Unpack
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from events.models import CheckInType, Event, TicketType
+from events.models import CheckInType, Event
 from events.selectors import event_get_for_organizer
-from ticketing.api.exceptions import InvalidParameters
-from ticketing.db import atomic_retrying_once, select_list
-from webhooks.services import webhook_wants
+from ticketing.api.exceptions import ApplicationError
+from ticketing.db import atomic_retrying_once
 
-from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketAlreadyUsed, TicketNotUsed
-from ..models import CheckInLog, Order, Ticket, TicketCheckIn
-from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, simple_check_in_sql
-from ..selectors import (
-    check_in_types_for_ticket,
-    ticket_for_output,
-    ticket_from_output_row,
-    ticket_key_column,
-    ticket_output_columns,
-)
-from .common import Actor, iso, ticket_lock, violates
-from .publishing import (
-    Type,
-    ticket_checked_in_params,
-    ticket_checked_in_sql,
-    ticket_event_record,
-)
-from .scans import GateInputs, GateResult, TicketKey, TypeResult
+from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
+from ..gate_types import GateInputs, GateResult, TicketKey, TypeResult
+from ..models import CheckInLog, Ticket, TicketCheckIn
+from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, type_rule_broken
+from ..selectors import check_in_types_for_ticket, ticket_for_output
+from .admission import admit
+from .common import Actor, ticket_lock, violates
+from .publishing import Type, ticket_event_record
 
 
 def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
@@ -78,7 +67,7 @@ def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
     return wrapper
 
 
-# --- The one-statement admission ------------------------------------------------------------
+# --- By the event's id: the one-statement admission first -------------------------------------
 
 
 def ticket_check_in_at_gate(
@@ -87,103 +76,30 @@ def ticket_check_in_at_gate(
     """`ticket_check_in` for an event named by id and a ticket by `key`: the API's check-in,
     by id or by scanned code.
 
-    On PostgreSQL a simple-mode admission without a tag to bind is first tried as one statement
-    in autocommit (`_admit`); anything it does not admit (a rejection, multiple mode) goes to
-    `ticket_check_in`, which decides and explains. When some webhook endpoint of the organizer
-    wants `ticket.checked_in` (known to the process, usually), that statement also records the
-    event and its task, so the webhook costs the request no transaction and no round trip.
+    On PostgreSQL a check-in without a tag to bind is decided and recorded by one statement
+    (`admission.admit`), which also answers its refusals; what it cannot settle (a concurrent
+    scan changed the ticket meanwhile) goes to `ticket_check_in`, which decides and explains.
 
     Raises: NotFound (event or ticket), and what `ticket_check_in` raises.
     """
     if options.get("nfc_uid") is None and transaction.get_connection().vendor == "postgresql":
-        ticket = _admit(
-            organizer_id=organizer_id,
-            event_id=event_id,
-            key=key,
-            actor=actor,
-            at=options.get("used_at") or timezone.now(),
-            note=options.get("note", ""),
-            scan_id=options.get("scan_id"),
-            publish=webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CHECKED_IN),
+        result = admit(
+            organizer_id=organizer_id, event_id=event_id, key=key, actor=actor, **options
         )
-        if ticket is not None:
-            return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+        if result is not None:
+            return result
     event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
     return ticket_check_in(event=event, key=key, actor=actor, **options)
 
 
-def _admit(
-    *,
-    organizer_id: int,
-    event_id: int,
-    key: TicketKey,
-    actor: Actor,
-    at: datetime,
-    note: str,
-    scan_id: str | None = None,
-    publish: bool = False,
-) -> Ticket | None:
-    """Simple-mode check-in as one conditional UPDATE with its audit row, and with `publish` its
-    `ticket.checked_in` (`ticket_checked_in_sql`); None if a rule or the mode says no, or
-    nothing matches. The ticket is found by `key` in the statement itself, through the event's
-    unique index on that key.
-
-    Of two gates scanning at once, the second waits for the first's row lock, finds the ticket
-    used, updates nothing (and so records no event) and falls through to the locked path, which
-    says so. The statement commits on its own: should the form answers then fail to load, the
-    gate's retry gets `ticket_already_used` with the ticket, as after any answer lost on the way.
-    """
-    now = timezone.now()
-    params = {
-        "key": key.value,
-        "nfc_uid": key.nfc_uid,
-        "event_id": event_id,
-        "organizer_id": organizer_id,
-        "at": at,
-        "now": now,
-        "user_id": actor.user.pk if actor.user else None,
-        "application_id": actor.application.pk if actor.application else None,
-        "note": note,
-        "scan_id": scan_id,
-    }
-    if publish:
-        params |= ticket_checked_in_params(organizer_id=organizer_id, event_id=event_id, at=now)
-    connection = transaction.get_connection()
-    with connection.cursor() as cursor:
-        cursor.execute(_admit_sql(key.column, publish=publish), params)
-        row = cursor.fetchone()
-    if row is None:
+def _admit(*, at: datetime, **kwargs) -> Ticket | None:
+    """The statement's simple-mode admission alone: the ticket, or None if it was not admitted
+    (for the tools and tests that measure or probe the statement itself)."""
+    try:
+        result = admit(used_at=at, **kwargs)
+    except ApplicationError:
         return None
-    return ticket_from_output_row(row, using=connection.alias)
-
-
-@functools.cache
-def _admit_sql(key_column: str = "id", *, publish: bool = False) -> str:
-    # Data-modifying clauses run whether or not the SELECT reads them; from `admitted`, they
-    # write only when the UPDATE admitted the ticket.
-    webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
-    return f"""
-        WITH admitted AS (
-            UPDATE {Ticket._meta.db_table} AS t
-            SET status = '{Ticket.Status.USED}', used_at = %(at)s, updated_at = %(now)s
-            FROM {Event._meta.db_table} AS e, {Order._meta.db_table} AS o
-            WHERE t.event_id = %(event_id)s AND t.{ticket_key_column(key_column)} = %(key)s
-              AND e.id = t.event_id AND e.organizer_id = %(organizer_id)s
-              AND o.id = t.order_id
-              AND {simple_check_in_sql()}
-            RETURNING {select_list(Ticket, "t")}
-        ), audit AS (
-            INSERT INTO {CheckInLog._meta.db_table} (
-                ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
-                nfc_uid, note, created_at, event_id, scan_id
-            )
-            SELECT id, NULL, '{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s,
-                %(application_id)s, %(nfc_uid)s, %(note)s, %(now)s, event_id, %(scan_id)s
-            FROM admitted
-        ){webhook}
-        SELECT {ticket_output_columns(ticket="admitted", ticket_type="tt")}
-        FROM admitted JOIN {TicketType._meta.db_table} AS tt ON tt.id = admitted.ticket_type_id
-    """
+    return result.ticket if result is not None else None
 
 
 # --- The locked path ------------------------------------------------------------------------
@@ -320,27 +236,25 @@ def check_in_types_admit(
 ) -> TypesDecided:
     """Admit `ticket` at each requested type it may use and has not used, at `at`.
 
-    `types` is `check_in_types_for_ticket(ticket)`; each admitted type's `admitted_at` becomes
-    `at`, so a repeat later in the same request (or upload) is a duplicate. The ticket is `used`
-    from its first admitted type and its `used_at` is the earliest admitted time.
+    `types` is `check_in_types_for_ticket(ticket)`. A type is admitted when it meets every rule
+    of `TYPE_RULES`, else its result tells the first it breaks. Each admitted type's
+    `admitted_at` becomes `at`, so a repeat later in the same request (or upload) is a
+    duplicate. The ticket is `used` from its first admitted type and its `used_at` is the
+    earliest admitted time.
     """
     results: list[TypeResult] = []
     admitted: list[CheckInType] = []
     for type_id in type_ids:
         check_in_type = types.get(type_id)
-        if check_in_type is None:
-            results.append(_unknown_type(type_id))
-        elif check_in_type.admitted_at is not None:
-            when = check_in_type.admitted_at
-            error = f"Already checked in at {iso(when)}"
-            results.append(
-                TypeResult(type_id, check_in_type.name, when, False, error, TicketAlreadyUsed.code)
+        broken = type_rule_broken(check_in_type)
+        if broken is not None:
+            name, when = (
+                (None, None)
+                if check_in_type is None
+                else (check_in_type.name, check_in_type.admitted_at)
             )
-        elif check_in_type.restricted and not check_in_type.valid_for_ticket:
-            error = "Not valid for this ticket type"
-            results.append(
-                TypeResult(type_id, check_in_type.name, None, False, error, InvalidParameters.code)
-            )
+            message = broken.message(check_in_type)
+            results.append(TypeResult(type_id, name, when, False, message, broken.code))
         else:
             check_in_type.admitted_at = at
             admitted.append(check_in_type)
@@ -391,8 +305,9 @@ def check_in_types_renew(
 
 
 def _unknown_type(type_id: int) -> TypeResult:
-    # Not a type of this event: the request named it wrongly (CONTRACT §2, invalid_parameters).
-    return TypeResult(type_id, None, None, False, "Unknown check-in type", InvalidParameters.code)
+    # Not a type of this event: the rule of `TYPE_RULES` that says so.
+    rule = type_rule_broken(None)
+    return TypeResult(type_id, None, None, False, rule.message(None), rule.code)
 
 
 def _bind_nfc_uid(ticket: Ticket, nfc_uid: str | None, changed: list[str]) -> None:

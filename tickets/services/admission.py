@@ -1,0 +1,308 @@
+"""A check-in at the gate, by id or by scanned code, decided and recorded in one statement.
+
+On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with
+the rules of `tickets.rules` and records the admission, in simple mode and with check-in types,
+and returns the verdicts and the ticket: an admission and a refusal (already used, revoked,
+unpaid, draft event, types required, unknown ticket or event) are answered from that row
+alone. The locked path (`gate.ticket_check_in`) answers what the statement could not settle:
+a concurrent scan changed the ticket between what the statement read and what it may write
+(the verdicts say yes but nothing was admitted), SQLite, or a tag to bind.
+
+The statement is built from the rules, over the aliases they are written for. It
+finds the ticket by its key in the organizer's event and reads each rule's verdict on it
+(`found`), admits it in simple mode (`simple_admitted`, a conditional UPDATE as before), and in
+multiple mode locks it (`target`: `FOR UPDATE`, rechecked on the newest row), inserts each
+requested type that meets `TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last
+word), moves the ticket to `used` when it must, and writes the audit rows. Its one row tells
+the service everything it answers with: the verdicts, the per-type outcomes in request order,
+and the ticket as it now is (or, refused, as found).
+
+Data-modifying clauses run whether or not the final SELECT reads them; each writes only from
+what an admission yielded.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+from typing import Unpack
+
+from django.db import transaction
+from django.utils import timezone
+
+from events.models import CheckInType, Event, TicketType
+from ticketing.api.exceptions import NotFound
+from ticketing.db import select_list
+from webhooks.services import webhook_wants
+
+from ..exceptions import CheckInTypeRequired
+from ..gate_types import GateInputs, GateResult, TicketKey, TypeResult
+from ..models import CheckInLog, Order, Ticket, TicketCheckIn
+from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, simple_check_in_sql
+from ..selectors import ticket_from_output_row, ticket_key_column, ticket_output_columns
+from .common import Actor
+from .publishing import Type, ticket_checked_in_params, ticket_checked_in_sql
+
+
+def admit(
+    *,
+    organizer_id: int,
+    event_id: int,
+    key: TicketKey,
+    actor: Actor,
+    publish: bool | None = None,
+    **options: Unpack[GateInputs],
+) -> GateResult | None:
+    """A check-in (no tag to bind) by the statement: the admission, or the refusal raised with
+    the ticket as found; None when only the locked path can tell. `publish`: record
+    `ticket.checked_in` (default: when some webhook endpoint of the organizer wants it, as the
+    process knows it).
+
+    Raises: NotFound, the rules' errors, CheckInTypeRequired.
+    """
+    now = timezone.now()
+    at = options.get("used_at") or now
+    type_ids = options.get("check_in_type_ids") or []
+    if publish is None:
+        publish = webhook_wants(organizer_id=organizer_id, type=Type.TICKET_CHECKED_IN)
+    params = {
+        "key": key.value,
+        "nfc_uid": key.nfc_uid,
+        "event_id": event_id,
+        "organizer_id": organizer_id,
+        "at": at,
+        "now": now,
+        "user_id": actor.user.pk if actor.user else None,
+        "application_id": actor.application.pk if actor.application else None,
+        "note": options.get("note", ""),
+        "scan_id": options.get("scan_id"),
+        "type_ids": type_ids,
+    }
+    if publish:
+        params |= ticket_checked_in_params(organizer_id=organizer_id, event_id=event_id, at=now)
+    connection = transaction.get_connection()
+    with connection.cursor() as cursor:
+        cursor.execute(admit_sql(key.column, publish=publish, typed=bool(type_ids)), params)
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound("Event not found.")
+    head = HEAD + (TYPES_HEAD if type_ids else 0)
+    if row[head] is None:  # the ticket's id: no ticket by this key in the event
+        raise NotFound("Ticket not found.")
+    ticket = ticket_from_output_row(row[head:], using=connection.alias)
+    if row[HEAD - 1]:  # admitted in simple mode
+        return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+    return _decided(
+        row, ticket, alias=connection.alias, event_id=event_id, at=at, typed=bool(type_ids)
+    )
+
+
+def _decided(row, ticket: Ticket, *, alias: str, event_id: int, at: datetime, typed: bool):
+    """What the verdicts say of a ticket the statement did not admit in simple mode."""
+    title, event_status, order_status, *verdicts = row[: HEAD - 1]
+    event = Event.from_db(alias, ["id", "title", "status"], [event_id, title, event_status])
+    ticket.order = Order.from_db(alias, ["id", "status"], [ticket.order_id, order_status])
+    simple = verdicts[len(ADMISSIBLE)]
+    ticket.event_has_check_in_types = not simple
+    rules = (*ADMISSIBLE, *SIMPLE_CHECK_IN) if simple else ADMISSIBLE
+    holds = verdicts[: len(ADMISSIBLE)] + (verdicts[len(ADMISSIBLE) + 1 :] if simple else [])
+    for rule, held in zip(rules, holds, strict=True):
+        if not held:
+            raise rule.error(rule.message(ticket, event), ticket=ticket)
+    if simple:
+        return None  # every rule held as read, yet not admitted: a concurrent scan won
+    if not typed:
+        raise CheckInTypeRequired(ticket=ticket)
+    locked, type_ids, names, admitted_at, broken, inserted = row[HEAD : HEAD + TYPES_HEAD]
+    if not locked:
+        return None  # the ticket changed before the lock: the locked path tells how
+    results = _type_results(ticket, type_ids, names, admitted_at, broken, set(inserted), at)
+    return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
+
+
+def _type_results(ticket: Ticket, type_ids, names, admitted_at, broken, inserted, at):
+    """Each requested type's result, in request order, as `check_in_types_admit` words it."""
+    done: dict[int, datetime] = {}  # admitted by this request: a repeat is a duplicate
+    raced = [
+        type_id
+        for type_id, rule in zip(type_ids, broken, strict=True)
+        if rule is None and type_id not in inserted
+    ]
+    if raced:  # a concurrent check-in admitted them after the statement read: when?
+        done |= dict(
+            TicketCheckIn.objects.filter(
+                ticket_id=ticket.pk, check_in_type_id__in=raced
+            ).values_list("check_in_type_id", "used_at")
+        )
+    results = []
+    for type_id, name, when, rule in zip(type_ids, names, admitted_at, broken, strict=True):
+        if rule is None and type_id in inserted:
+            inserted.discard(type_id)
+            done[type_id] = at
+            results.append(TypeResult(type_id, name, at, True, None))
+            continue
+        if rule is None:
+            when, rule = done.get(type_id, at), 1  # the rule "already checked in for this type"
+        view = _TypeAsRead(name, when)
+        failed = TYPE_RULES[rule]
+        message = failed.message(view if name is not None else None)
+        results.append(TypeResult(type_id, name, when, False, message, failed.code))
+    return results
+
+
+class _TypeAsRead:
+    """What a type rule's message reads of a requested type."""
+
+    __slots__ = ("admitted_at", "name")
+
+    def __init__(self, name: str, admitted_at: datetime | None):
+        self.name, self.admitted_at = name, admitted_at
+
+
+# --- The statement -------------------------------------------------------------------------
+
+
+TICKET = Ticket._meta.db_table
+# What the row holds before the ticket's output columns: the event's title and status, the
+# order's status, each rule's verdict (ADMISSIBLE, SIMPLE_MODE, SIMPLE_CHECK_IN), whether the
+# statement admitted in simple mode; with types, whether it locked the ticket, then per
+# requested type (request order): its id, name, admission time as found, first broken rule.
+HEAD = 3 + len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN) + 1
+TYPES_HEAD = 6
+
+_AUDIT_COLUMNS = """ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
+                nfc_uid, note, created_at, event_id, scan_id"""
+_AUDIT_VALUES = f"""'{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s, %(application_id)s,
+                %(nfc_uid)s, %(note)s, %(now)s"""
+
+
+def _found(key: str) -> str:
+    """The event, and the ticket by its key with every rule's verdict (NULLs: no such ticket)."""
+    verdicts = ", ".join(
+        f"({rule.sql}) AS gate_rule_{n}"
+        for n, rule in enumerate((*ADMISSIBLE, SIMPLE_MODE, *SIMPLE_CHECK_IN))
+    )
+    return f"""found AS (
+            SELECT e.title AS gate_event_title, e.status AS gate_event_status,
+                o.status AS gate_order_status, {verdicts}, {select_list(Ticket, "t")}
+            FROM {Event._meta.db_table} AS e
+            LEFT JOIN {TICKET} AS t ON t.event_id = e.id AND t.{key} = %(key)s
+            LEFT JOIN {Order._meta.db_table} AS o ON o.id = t.order_id
+            WHERE e.id = %(event_id)s AND e.organizer_id = %(organizer_id)s
+        )"""
+
+
+def _simple_admitted(key: str, name: str) -> str:
+    return f"""{name} AS (
+            UPDATE {TICKET} AS t
+            SET status = '{Ticket.Status.USED}', used_at = %(at)s, updated_at = %(now)s
+            FROM {Event._meta.db_table} AS e, {Order._meta.db_table} AS o
+            WHERE t.event_id = %(event_id)s AND t.{key} = %(key)s
+              AND e.id = t.event_id AND e.organizer_id = %(organizer_id)s
+              AND o.id = t.order_id
+              AND {simple_check_in_sql()}
+            RETURNING {select_list(Ticket, "t")}
+        )"""
+
+
+def _typed(key: str) -> str:
+    """Multiple mode: the locked ticket, the requested types, their admissions and audit rows."""
+    admissible = " AND ".join(f"({rule.sql})" for rule in ADMISSIBLE)
+    broken = " ".join(f"WHEN NOT ({rule.sql}) THEN {n}" for n, rule in enumerate(TYPE_RULES))
+    return f"""target AS (
+            SELECT {select_list(Ticket, "t")}
+            FROM {TICKET} AS t
+            JOIN {Event._meta.db_table} AS e ON e.id = t.event_id
+            JOIN {Order._meta.db_table} AS o ON o.id = t.order_id
+            WHERE t.event_id = %(event_id)s AND t.{key} = %(key)s
+              AND e.organizer_id = %(organizer_id)s AND {admissible} AND NOT ({SIMPLE_MODE.sql})
+            FOR UPDATE OF t
+        ), requested AS (
+            SELECT r.type_id, r.ord, c.name, a.used_at AS admitted_at,
+                CASE {broken} END AS broken,
+                r.ord = MIN(r.ord) OVER (PARTITION BY r.type_id) AS first
+            FROM target AS t
+            CROSS JOIN unnest(%(type_ids)s::integer[]) WITH ORDINALITY AS r(type_id, ord)
+            LEFT JOIN {CheckInType._meta.db_table} AS c
+              ON c.id = r.type_id AND c.event_id = t.event_id
+            LEFT JOIN {TicketCheckIn._meta.db_table} AS a
+              ON a.ticket_id = t.id AND a.check_in_type_id = c.id
+        ), inserted AS (
+            INSERT INTO {TicketCheckIn._meta.db_table} (ticket_id, check_in_type_id, used_at)
+            SELECT t.id, r.type_id, %(at)s FROM target AS t, requested AS r
+            WHERE r.first AND r.broken IS NULL
+            ON CONFLICT (ticket_id, check_in_type_id) DO NOTHING
+            RETURNING check_in_type_id
+        ), type_audit AS (
+            INSERT INTO {CheckInLog._meta.db_table} ({_AUDIT_COLUMNS})
+            SELECT t.id, r.type_id, {_AUDIT_VALUES}, t.event_id, %(scan_id)s
+            FROM target AS t, requested AS r
+            WHERE r.first AND r.type_id IN (SELECT check_in_type_id FROM inserted)
+            ORDER BY r.ord
+        ), typed_updated AS (
+            UPDATE {TICKET} AS t
+            SET status = '{Ticket.Status.USED}', used_at = LEAST(COALESCE(t.used_at, %(at)s),
+                %(at)s), updated_at = %(now)s
+            WHERE t.id = (SELECT id FROM target) AND EXISTS (SELECT 1 FROM inserted)
+              AND (t.status <> '{Ticket.Status.USED}' OR t.used_at IS NULL OR t.used_at > %(at)s)
+            RETURNING {select_list(Ticket, "t")}
+        ), typed_ticket AS (
+            SELECT * FROM typed_updated
+            UNION ALL
+            SELECT * FROM target WHERE NOT EXISTS (SELECT 1 FROM typed_updated)
+        )"""
+
+
+def _types_head() -> str:
+    return """EXISTS (SELECT 1 FROM target),
+            ARRAY(SELECT type_id FROM requested ORDER BY ord),
+            ARRAY(SELECT name FROM requested ORDER BY ord),
+            ARRAY(SELECT admitted_at FROM requested ORDER BY ord),
+            ARRAY(SELECT broken FROM requested ORDER BY ord),
+            ARRAY(SELECT check_in_type_id FROM inserted),"""
+
+
+@functools.cache
+def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = False) -> str:
+    """The statement for a ticket named by `key_column`; `typed` when the gate sent check-in
+    types (the event may still have none: simple mode ignores them); `publish` records
+    `ticket.checked_in` for an admission (`ticket_checked_in_sql`)."""
+    key = ticket_key_column(key_column)
+    webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
+    ticket_columns = select_list(Ticket, "found")
+    if typed:
+        clauses = f"""{_simple_admitted(key, "simple_admitted")}, {_typed(key)},
+        admitted AS (
+            SELECT * FROM simple_admitted
+            UNION ALL
+            SELECT * FROM typed_ticket WHERE EXISTS (SELECT 1 FROM inserted)
+        ), shown AS (
+            SELECT * FROM simple_admitted
+            UNION ALL
+            SELECT * FROM typed_ticket
+        )"""
+        simple, head = "simple_admitted", _types_head()
+    else:
+        clauses = f"{_simple_admitted(key, 'admitted')}, shown AS (SELECT * FROM admitted)"
+        simple, head = "admitted", ""
+    verdicts = ", ".join(
+        f"f.gate_rule_{n}" for n in range(len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN))
+    )
+    return f"""
+        WITH {_found(key)}, {clauses}, audit AS (
+            INSERT INTO {CheckInLog._meta.db_table} ({_AUDIT_COLUMNS})
+            SELECT id, NULL, {_AUDIT_VALUES}, event_id, %(scan_id)s
+            FROM {simple}
+        ){webhook}, now_shown AS (
+            SELECT * FROM shown
+            UNION ALL
+            SELECT {ticket_columns} FROM found
+            WHERE found.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM shown)
+        )
+        SELECT f.gate_event_title, f.gate_event_status, f.gate_order_status, {verdicts},
+            EXISTS (SELECT 1 FROM {simple}), {head}
+            {ticket_output_columns(ticket="s", ticket_type="tt")}
+        FROM found AS f
+        LEFT JOIN now_shown AS s ON true
+        LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = s.ticket_type_id
+    """
