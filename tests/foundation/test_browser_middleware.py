@@ -6,6 +6,8 @@ from django.core import checks
 from django.http import HttpResponse
 from django.test import Client, RequestFactory
 
+from oauth_setup import token_cache
+from tests.support import TokenClient, mint_token
 from ticketing.browser_middleware import (
     AuthenticationMiddleware,
     CsrfViewMiddleware,
@@ -78,3 +80,21 @@ def test_admin_and_auth_checks_accept_the_subclasses():
     subclasses satisfy it."""
     errors = [e for e in checks.run_checks() if e.id in ("admin.E408", "admin.E409", "admin.E410")]
     assert errors == []
+
+
+@pytest.mark.django_db
+def test_each_request_gets_its_own_copy_of_the_kept_token(application, member):
+    """The kept token is copied, not unpickled, per request: what one request sets on its
+    token, user or application never reaches the next."""
+    raw = mint_token(application=application, user=member, scope="public organizer")
+    assert TokenClient(raw).get("/api/public/organizers").status_code == 200  # now kept
+    first = token_cache.cached_token(raw)
+    first.scope, first.user.full_name, first.application.name = "x", "Changed", "Changed"
+    second = token_cache.cached_token(raw)
+    assert second is not first and second.user is not first.user
+    assert (second.scope, second.user.full_name, second.application.name) == (
+        "public organizer",
+        member.full_name,
+        application.name,
+    )
+    assert (second.user_id, second.application_id) == (member.id, application.id)
