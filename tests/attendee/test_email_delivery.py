@@ -127,3 +127,29 @@ def test_a_ticket_never_emailed_says_so(admin_client, organizer):
     for ticket, expected in ((with_email, "Not sent yet"), (without, "No email address")):
         html = admin_client.get(reverse("admin:tickets_ticket_change", args=[ticket.pk]))
         assert expected in html.content.decode()
+
+
+def test_organizer_contact_is_edited_in_the_admin(admin_client, organizer):
+    change = reverse("admin:organizers_organizer_change", args=[organizer.pk])
+    assert 'name="contact_email"' in admin_client.get(change).content.decode()
+
+    response = admin_client.post(
+        change,
+        {
+            "name": "Bangkok Live",
+            "slug": organizer.slug,
+            "description": "",
+            "email_language": organizer.email_language,
+            "contact_email": "hello@bangkok-live.example",
+            "contact_phone": "+66 2 123 4567",
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+        },
+    )
+
+    assert response.status_code == 302
+    organizer.refresh_from_db()
+    assert (organizer.contact_email, organizer.contact_phone) == (
+        "hello@bangkok-live.example",
+        "+66 2 123 4567",
+    )
