@@ -12,6 +12,7 @@ from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
 from ticketing.api.throttling import charge_request, concurrency_slot
 
+from .gate_types import TicketKey
 from .inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
 from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
 from .serializers import (
@@ -21,7 +22,6 @@ from .serializers import (
     SyncPageSerializer,
 )
 from .services.batch import Scan, scans_apply
-from .services.scans import TicketKey
 from .stats import event_check_in_stats
 from .views import actor_of
 

@@ -39,6 +39,7 @@ from .exceptions import (
     TicketRevoked,
 )
 from .filters import EventTicketFilter
+from .gate_types import GateResult, TicketKey
 from .inputs import (
     BODY_TYPES,
     SEARCH_KEYS,
@@ -70,7 +71,6 @@ from .services.common import Actor
 from .services.gate import ticket_check_in_at_gate, ticket_renew
 from .services.issuing import ticket_create
 from .services.revoking import ticket_revoke
-from .services.scans import GateResult, TicketKey
 
 
 def actor_of(request) -> Actor:

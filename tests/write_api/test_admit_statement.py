@@ -1,12 +1,19 @@
-"""The one-statement admission (PostgreSQL) answers and records exactly as the locked service."""
+"""The one-statement admission (PostgreSQL) answers and records exactly as the locked service,
+in simple mode and with check-in types."""
 
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from tests.factories import FormFieldFactory, OrderFactory, TicketFactory
-from tickets.models import CheckInLog, Ticket, TicketFormAnswer
+from tests.factories import (
+    CheckInTypeFactory,
+    FormFieldFactory,
+    OrderFactory,
+    TicketFactory,
+    TicketTypeFactory,
+)
+from tickets.models import CheckInLog, Ticket, TicketCheckIn, TicketFormAnswer
 from tickets.services import gate
 
 from .helpers import checkin_url, client_for
@@ -70,3 +77,41 @@ def test_statement_and_locked_service_give_the_same_answer_and_audit_row(
         for t in (by_statement, by_service)
     ]
     assert logs[0] == logs[1]
+
+
+@pytest.mark.parametrize("token", ["user_token", "app_token"])
+def test_with_check_in_types_statement_and_locked_service_agree(
+    request, monkeypatch, token, event, ticket_type
+):
+    field = FormFieldFactory(event=event, label="T-shirt size")
+    entrance, vip = CheckInTypeFactory(event=event), CheckInTypeFactory(event=event)
+    vip.ticket_types.set([TicketTypeFactory(event=event)])  # not valid for these tickets
+    by_statement, by_service = (_holder_ticket(event, ticket_type, field) for _ in range(2))
+    client = client_for(request.getfixturevalue(token))
+    at = timezone.now() - timedelta(minutes=3)
+    body = {"used_at": at.isoformat(), "note": "gate 4"}
+    body["check_in_type_ids"] = [entrance.id, vip.id, 999999, entrance.id]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(gate, "ticket_check_in", lambda **kwargs: pytest.fail("locked path"))
+        fast = client.post(checkin_url(by_statement), body, format="json")
+    with monkeypatch.context() as patch:
+        patch.setattr(gate, "admit", lambda **kwargs: None)
+        locked = client.post(checkin_url(by_service), body, format="json")
+
+    assert fast.status_code == locked.status_code == 200
+    fast_ticket, locked_ticket = fast.json().pop("ticket"), locked.json().pop("ticket")
+    assert fast.json() == locked.json()
+    assert [r["success"] for r in fast.json()["check_in_results"]] == [True, False, False, False]
+    assert {k: v for k, v in fast_ticket.items() if k not in _OWN} == {
+        k: v for k, v in locked_ticket.items() if k not in _OWN
+    }
+    for model, fields in (
+        (CheckInLog, ("action", "at", "check_in_type_id", "actor_user_id", "note", "scan_id")),
+        (TicketCheckIn, ("check_in_type_id", "used_at")),
+    ):
+        rows = [
+            list(model.objects.filter(ticket=t).order_by("pk").values(*fields))
+            for t in (by_statement, by_service)
+        ]
+        assert rows[0] == rows[1]

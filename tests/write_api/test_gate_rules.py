@@ -1,15 +1,16 @@
 """Every rule declared in `tickets.rules` holds on both of the gate's paths: the one-statement
-admission does not admit a ticket that breaks it, and the locked path refuses that ticket with
-the rule's own error and message. A rule added to the declaration without a case here fails
-`test_every_declared_rule_has_a_case`."""
+admission does not admit a ticket (or a check-in type) that breaks it and refuses it as the
+locked path does, with the rule's own error and message. A rule added to the declaration
+without a case here fails `test_every_declared_rule_has_a_case` (or its type counterpart)."""
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
 
 from events.models import Event
-from tests.factories import CheckInTypeFactory, TicketFactory
+from tests.factories import CheckInTypeFactory, EventFactory, TicketFactory, TicketTypeFactory
 from tickets.exceptions import (
     CheckInTypeRequired,
     EventNotActiveForTicket,
@@ -17,11 +18,12 @@ from tickets.exceptions import (
     TicketAlreadyUsed,
     TicketRevoked,
 )
-from tickets.models import Order, Ticket
-from tickets.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES
+from tickets.gate_types import TicketKey
+from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, type_rule_broken
+from tickets.selectors import check_in_types_for_ticket
 from tickets.services import admission, gate
 from tickets.services.common import Actor, ticket_lock
-from tickets.services.scans import TicketKey
 
 from .helpers import db_state
 
@@ -131,3 +133,121 @@ def test_multiple_mode_leaves_the_statement_and_takes_the_locked_path(event, tic
     assert db_state(event) == before
     with pytest.raises(CheckInTypeRequired):
         gate.ticket_check_in(event=event, ticket_id=ticket.pk, actor=Actor())
+
+
+# --- The rules of a check-in type -------------------------------------------------------------
+
+
+def _unknown_type(event, ticket):
+    return CheckInTypeFactory(event=EventFactory(organizer=event.organizer)).id  # another event's
+
+
+def _type_used(event, ticket):
+    check_in_type = CheckInTypeFactory(event=event)
+    used_at = timezone.now() - timedelta(minutes=10)
+    TicketCheckIn.objects.create(ticket=ticket, check_in_type=check_in_type, used_at=used_at)
+    Ticket.objects.filter(pk=ticket.pk).update(status=Ticket.Status.USED, used_at=used_at)
+    return check_in_type.id
+
+
+def _type_limited_elsewhere(event, ticket):
+    other = TicketTypeFactory(event=event)
+    return CheckInTypeFactory(event=event, ticket_types=[other]).id
+
+
+# For each rule of a check-in type, how to request a type that breaks it and no other.
+BREAK_TYPE = {
+    "Unknown check-in type": _unknown_type,
+    "Already checked in at": _type_used,
+    "Not valid for this ticket type": _type_limited_elsewhere,
+}
+
+
+def _broken_type(n, event, ticket_type):
+    ticket = TicketFactory(event=event, ticket_type=ticket_type)
+    CheckInTypeFactory(event=event)  # multiple mode whatever the case
+    return ticket, BREAK_TYPE[list(BREAK_TYPE)[n]](event, ticket)
+
+
+def _statement(ticket, type_ids):
+    return admission.admit(
+        organizer_id=ticket.event.organizer_id,
+        event_id=ticket.event_id,
+        key=TicketKey.id(ticket.pk),
+        actor=Actor(),
+        check_in_type_ids=type_ids,
+    )
+
+
+def test_every_declared_type_rule_has_a_case():
+    assert len(TYPE_RULES) == len(BREAK_TYPE)
+    for rule, start in zip(TYPE_RULES, BREAK_TYPE, strict=True):
+        assert rule.message(SimpleNamespace(admitted_at=timezone.now())).startswith(start)
+
+
+@pytest.mark.parametrize("n", range(len(TYPE_RULES)), ids=lambda n: TYPE_RULES[n].code)
+def test_the_type_case_breaks_that_rule_only(n, event, ticket_type):
+    ticket, type_id = _broken_type(n, event, ticket_type)
+    check_in_type = check_in_types_for_ticket(ticket).get(type_id)
+    assert type_rule_broken(check_in_type) is TYPE_RULES[n]
+    if check_in_type is not None:  # the rules after the first read the type
+        assert [r for r in TYPE_RULES if not r.holds(check_in_type)] == [TYPE_RULES[n]]
+
+
+@pytest.mark.parametrize("n", range(len(TYPE_RULES)), ids=lambda n: TYPE_RULES[n].code)
+def test_locked_path_fails_the_type_with_the_rule_message(n, event, ticket_type):
+    ticket, type_id = _broken_type(n, event, ticket_type)
+    before = db_state(event)
+    result = gate.ticket_check_in(
+        event=event, ticket_id=ticket.pk, actor=Actor(), check_in_type_ids=[type_id]
+    )
+    [failed] = result.check_in_results
+    rule = TYPE_RULES[n]
+    assert (failed.success, failed.code) == (False, rule.code)
+    assert failed.error == rule.message(check_in_types_for_ticket(ticket).get(type_id))
+    assert db_state(event) == before
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("n", range(len(TYPE_RULES)), ids=lambda n: TYPE_RULES[n].code)
+def test_statement_fails_the_type_as_the_locked_path_does(n, event, ticket_type):
+    ticket, type_id = _broken_type(n, event, ticket_type)
+    before = db_state(event)
+    by_statement = _statement(ticket, [type_id])
+    assert db_state(event) == before
+    by_lock = gate.ticket_check_in(
+        event=event, ticket_id=ticket.pk, actor=Actor(), check_in_type_ids=[type_id]
+    )
+    assert by_statement.check_in_results == by_lock.check_in_results
+    assert by_statement.ticket.status == by_lock.ticket.status
+
+
+@pytest.mark.postgres
+def test_statement_admits_each_type_meeting_every_rule_once(event, ticket_type):
+    ticket = TicketFactory(event=event, ticket_type=ticket_type)
+    first, second = (CheckInTypeFactory(event=event).id for _ in range(2))
+    result = _statement(ticket, [first, second, first])
+    assert [(r.check_in_type_id, r.success) for r in result.check_in_results] == [
+        (first, True),
+        (second, True),
+        (first, False),
+    ]
+    assert result.check_in_results[2].error.startswith("Already checked in at")
+    assert result.ticket.status == Ticket.Status.USED
+    assert TicketCheckIn.objects.filter(ticket=ticket).count() == 2
+    logs = CheckInLog.objects.filter(ticket=ticket).order_by("pk")
+    assert [log.check_in_type_id for log in logs] == [first, second]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.error.code)
+def test_statement_refuses_with_the_rule_error_as_the_locked_path(rule, event, ticket_type):
+    ticket = _broken_ticket(rule, event, ticket_type)
+    before = db_state(event)
+    with pytest.raises(rule.error) as by_statement:
+        _statement(ticket, [])
+    with pytest.raises(rule.error) as by_lock:
+        gate.ticket_check_in(event=event, ticket_id=ticket.pk, actor=Actor())
+    assert by_statement.value.message == by_lock.value.message
+    assert by_statement.value.extra == by_lock.value.extra  # the ticket as the body shows it
+    assert db_state(event) == before

@@ -502,6 +502,63 @@ def test_scan_by_code_with_a_cached_token_costs_one_round_trip(request, event, t
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("token", ["user_token", "app_token"])
+@pytest.mark.parametrize("type_count", [1, 2])
+def test_multi_type_scan_with_a_cached_token_costs_one_round_trip(
+    request, event, token, type_count
+):
+    types = [CheckInTypeFactory(event=event).id for _ in range(type_count)]
+    first, second = TicketFactory.create_batch(2, event=event)
+    client = client_for(request.getfixturevalue(token))
+    body = {"check_in_type_ids": types}
+    assert client.post(scan_checkin_url(event), {"ticket_id": first.id, **body}).status_code == 200
+    with round_trips() as sent:
+        response = client.post(
+            scan_checkin_url(event), {"reference_code": second.reference_code, **body}
+        )
+    assert response.status_code == 200
+    assert [r["success"] for r in response.json()["check_in_results"]] == [True] * type_count
+    assert response.json()["ticket"]["status"] == "used"
+    assert len(sent) == 1, "\n".join(sent)
+    assert TicketCheckIn.objects.filter(ticket=second).count() == type_count
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("refusal", "status", "error"),
+    [
+        ("used", 422, "ticket_already_used"),
+        ("revoked", 422, "ticket_revoked"),
+        ("unpaid", 422, "order_not_paid"),
+        ("unknown", 404, "not_found"),
+        ("types_required", 422, "check_in_type_required"),
+    ],
+)
+def test_a_refusal_costs_one_round_trip_and_shows_the_ticket(
+    app_token, event, refusal, status, error
+):
+    if refusal == "types_required":
+        CheckInTypeFactory(event=event)
+    order = OrderFactory(event=event, status="pending" if refusal == "unpaid" else "paid")
+    ticket_status = {"used": "used", "revoked": "revoked"}.get(refusal, "active")
+    ticket = TicketFactory(event=event, order=order, status=ticket_status)
+    code = "NOSUCH01" if refusal == "unknown" else ticket.reference_code
+    client = client_for(app_token)
+    client.post(scan_checkin_url(event), {"reference_code": "WARMUP01"})  # caches the token
+    before = db_state(event)
+    with round_trips() as sent:
+        response = client.post(scan_checkin_url(event), {"reference_code": code})
+    assert (response.status_code, response.json()["error"]) == (status, error)
+    assert len(sent) == 1, "\n".join(sent)
+    if refusal != "unknown":
+        assert response.json()["ticket"]["id"] == ticket.id
+        assert response.json()["ticket"]["status"] == ticket_status
+    assert db_state(event) == before
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("key", ["reference_code", "nfc_uid"])
 @pytest.mark.parametrize("multiple", [False, True], ids=["simple", "multiple"])
 def test_race_two_scans_of_one_code_admit_exactly_one(user_token, event, key, multiple):
