@@ -10,10 +10,10 @@ One organizer cannot slow another (issue 28): a worker of the webhooks queue run
 at once (`manage.py run_worker`'s threads), a task's POSTs go out together, and an organizer
 has at most WEBHOOK_IN_FLIGHT_PER_ORGANIZER attempts in flight across all workers
 (`statements.organizer_slots`). A task that finds its organizer's slots all taken queues its
-work again a moment later and frees its thread for other organizers' tasks; so one organizer's
-hung receivers hold at most that many threads, and another organizer's first attempt starts
-as soon as its task is claimed. An endpoint that keeps not answering is backed off by its
-circuit breaker (`outcomes`), and then sent one POST at a time.
+work again a moment later, behind other organizers' tasks, and frees its thread; so one
+organizer's hung receivers hold at most that many threads, and another organizer's first
+attempt starts as soon as its task is claimed. An endpoint that keeps not answering is backed
+off by its circuit breaker (`outcomes`), and then sent one POST at a time.
 """
 
 from __future__ import annotations
@@ -59,11 +59,19 @@ BATCH_POSTS = 16
 BACKED_OFF = "endpoint backed off: not sent"
 
 
-def _later() -> datetime:
-    """When work whose organizer had no free slot is tried again: about half a timeout, when
-    one of the attempts holding them has likely ended (jittered, so retries spread)."""
-    seconds = settings.WEBHOOK_TIMEOUT_SECONDS * random.uniform(0.25, 0.75)
-    return timezone.now() + timedelta(seconds=seconds)
+# Work whose organizer had no free slot is queued again at a lower priority, so that the tasks
+# of other organizers, new or due, go first.
+WAITING_PRIORITY = -10
+
+
+def _later(endpoints: list[WebhookEndpoint]) -> dict:
+    """How work whose organizer had no free slot is queued again (`Task.using`). With endpoints
+    that answer, a slot is likely free in a moment; with one that stopped answering, about
+    when one of the attempts holding them times out. Jittered, so that they spread."""
+    stalled = any(e.unanswered_count or e.backoff_until for e in endpoints)
+    seconds = settings.WEBHOOK_TIMEOUT_SECONDS / 2 if stalled else 0.5
+    seconds *= random.uniform(0.5, 1.5)
+    return {"priority": WAITING_PRIORITY, "run_after": timezone.now() + timedelta(seconds=seconds)}
 
 
 def webhook_events_dispatch(*, event_ids: list[str]) -> None:
@@ -101,10 +109,10 @@ def _organizer_dispatch(organizer_id: int, events: list[WebhookEvent]) -> None:
     cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
     with organizer_slots(organizer_id=organizer_id, want=len(posts), cap=cap) as slots:
         if not slots:
-            tasks.webhook_events_dispatch.using(run_after=_later()).enqueue(sending)
+            later = _later([delivery.endpoint for _, _, delivery in posts])
+            tasks.webhook_events_dispatch.using(**later).enqueue(sending)
             return
-        attempts = _send_all(posts, slots=slots)
-    attempts_record(attempts)
+        attempts_record(_send_all(posts, slots=slots))  # logged before the slots are free
 
 
 def _fan_out(organizer_id: int, events: list[WebhookEvent]) -> dict[str, list[WebhookDelivery]]:
@@ -158,10 +166,9 @@ def webhook_delivery_attempt(*, delivery_id: int) -> None:
     cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
     with organizer_slots(organizer_id=event.organizer_id, want=1, cap=cap) as slots:
         if not slots:
-            tasks.webhook_deliver.using(run_after=_later()).enqueue(delivery.pk)
+            tasks.webhook_deliver.using(**_later([delivery.endpoint])).enqueue(delivery.pk)
             return
-        attempt = _send(event, body, delivery)
-    attempts_record([attempt])
+        attempts_record([_send(event, body, delivery)])
 
 
 @dataclass

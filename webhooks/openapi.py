@@ -135,23 +135,7 @@ def webhooks_described(result: dict, **kwargs) -> dict:
 
     delivery = _delivery()
     result["x-webhooks"] = {
-        type_: {
-            "post": {
-                "operationId": f"webhook_{type_.replace('.', '_')}",
-                "summary": type_,
-                "description": f"{_WHEN[type_]}\n\n{delivery}",
-                "tags": ["Webhooks"],
-                "parameters": [{"$ref": f"{PARAMETER}{name}"} for name in _HEADERS],
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": {"$ref": mapping[type_]}}},
-                },
-                "responses": {
-                    "2XX": {"description": "Received. Any other answer is retried."},
-                },
-            }
-        }
-        for type_ in types
+        type_: _receiver_request(type_, mapping[type_], delivery) for type_ in types
     }
     listed = ", ".join(f"`{type_}`" for type_ in types)
     headers = ", ".join(f"`{header['name']}`" for header in _HEADERS.values())
@@ -168,6 +152,24 @@ def webhooks_described(result: dict, **kwargs) -> dict:
     info = result["info"]
     info["description"] = f"{info.get('description', '')}\n\n{section}".lstrip()
     return result
+
+
+def _receiver_request(type_: str, schema: str, delivery: str) -> dict:
+    """`x-webhooks`' entry for one event type: the POST the receiver gets."""
+    return {
+        "post": {
+            "operationId": f"webhook_{type_.replace('.', '_')}",
+            "summary": type_,
+            "description": f"{_WHEN[type_]}\n\n{delivery}",
+            "tags": ["Webhooks"],
+            "parameters": [{"$ref": f"{PARAMETER}{name}"} for name in _HEADERS],
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": {"$ref": schema}}},
+            },
+            "responses": {"2XX": {"description": "Received. Any other answer is retried."}},
+        }
+    }
 
 
 def _envelope() -> dict:

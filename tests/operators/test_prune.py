@@ -36,7 +36,11 @@ def _event(endpoints, *, age: timedelta, deliveries=(), attempts: int = 1) -> st
     own endpoint and with `attempts` attempts."""
     now = timezone.now()
     event = WebhookEvent.objects.create(
-        organizer=endpoints[0].organizer, type="ticket.created", payload={}, created_at=now - age
+        organizer=endpoints[0].organizer,
+        type="ticket.created",
+        payload={},
+        created_at=now - age,
+        dispatched_at=now - age,  # out of the outbox
     )
     for endpoint, (status, changed) in zip(endpoints, deliveries, strict=False):
         delivery = WebhookDelivery.objects.create(event=event, endpoint=endpoint, status=status)

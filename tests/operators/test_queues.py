@@ -34,6 +34,7 @@ DECLARED_QUEUES = {
     "tickets.services.import_jobs.import_job_run": "default",
     "webhooks.tasks.webhook_endpoint_disabled_email": "email",
     "webhooks.tasks.webhook_event_dispatch": "webhooks",
+    "webhooks.tasks.webhook_events_dispatch": "webhooks",
     "webhooks.tasks.webhook_deliver": "webhooks",
     "tickets.services.publishing.ticket_checked_in_publish": "webhooks",
 }

@@ -10,12 +10,12 @@ from django_tasks_db.models import DBTaskResult
 
 from tests.factories import MembershipFactory, OrganizerFactory, UserFactory, WebhookEndpointFactory
 from webhooks.delivering import (
-    retry_delay,
     webhook_delivery_attempt,
     webhook_endpoint_disabled_notify,
     webhook_events_dispatch,
 )
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from webhooks.outcomes import retry_delay
 from webhooks.services import webhook_event_record, webhook_wants
 
 from .helpers import endpoint_for
@@ -29,13 +29,13 @@ def _iso(value) -> str:
     return timezone.localtime(value).isoformat()
 
 
-def test_event_record_writes_the_event_and_one_dispatch_task_whatever_the_endpoints(
+def test_event_record_writes_one_row_in_the_outbox_whatever_the_endpoints(
     organizer, django_assert_num_queries
 ):
     WebhookEndpointFactory.create_batch(3, organizer=organizer)
     webhook_wants(organizer_id=organizer.id, type="ticket.checked_in")  # as the gate asks first
 
-    with transaction.atomic(), django_assert_num_queries(2):  # the event, its task
+    with transaction.atomic(), django_assert_num_queries(1):  # the event, no task
         event = webhook_event_record(
             organizer_id=organizer.id, event_id=12, type="ticket.checked_in", data=TICKET
         )
@@ -50,9 +50,8 @@ def test_event_record_writes_the_event_and_one_dispatch_task_whatever_the_endpoi
         "data": TICKET,
     }
     assert event.id.startswith("evt_") and len(event.id) == 36
-    task = DBTaskResult.objects.get()
-    assert task.task_path == "webhooks.tasks.webhook_event_dispatch"
-    assert task.args_kwargs == {"args": [event.id], "kwargs": {}}
+    assert event.dispatched_at is None  # in the outbox
+    assert not DBTaskResult.objects.exists()
     assert not WebhookDelivery.objects.exists()
 
 

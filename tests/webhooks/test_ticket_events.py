@@ -7,7 +7,6 @@ from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 
 from tests.factories import CheckInTypeFactory, OrderFactory, TicketFactory
-from tests.task_support import run_due_tasks
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
 from tickets.models import Order
 from tickets.selectors import orders_for_output, ticket_for_output
@@ -17,8 +16,8 @@ from tickets.services.gate import ticket_check_in, ticket_check_in_at_gate, tick
 from tickets.services.issuing import ticket_create
 from tickets.services.revoking import order_cancel, ticket_revoke
 from tickets.services.scans import TicketKey
-from webhooks import delivering
 from webhooks.models import WebhookDelivery, WebhookEvent
+from webhooks.outbox import webhook_events_complete
 from webhooks.services import webhook_endpoint_create, webhook_endpoint_update
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("private_urls_allowed")]
@@ -64,8 +63,8 @@ def test_creation_records_ticket_created_with_the_api_representation(event, tick
     assert payload["type"] == "ticket.created"
     assert (payload["organizer_id"], payload["event_id"]) == (event.organizer_id, event.id)
     assert payload["data"] == {"ticket": _as_api(ticket.id)}
-    dispatch = DBTaskResult.objects.get(task_path="webhooks.tasks.webhook_event_dispatch")
-    assert dispatch.args_kwargs == {"args": [payload["id"]], "kwargs": {}}
+    assert WebhookEvent.objects.get().dispatched_at is None  # in the outbox, no task
+    assert not DBTaskResult.objects.filter(queue_name="webhooks").exists()
 
 
 def test_a_rolled_back_creation_records_nothing(event, ticket_type):
@@ -91,8 +90,8 @@ def test_check_in_and_renew_record_their_events(event, ticket):
 
 
 def test_the_gate_records_the_check_in_on_either_path(event, ticket, monkeypatch):
-    """On PostgreSQL the one-statement admission, whose task renders the data; on SQLite the
-    locked path."""
+    """On PostgreSQL the one-statement admission, whose dispatch renders the data; on SQLite
+    the locked path."""
     _endpoint(event.organizer, ["ticket.checked_in"])
 
     ticket_check_in_at_gate(
@@ -101,8 +100,7 @@ def test_the_gate_records_the_check_in_on_either_path(event, ticket, monkeypatch
         key=TicketKey.id(ticket.id),
         actor=Actor(),
     )
-    monkeypatch.setattr(delivering, "webhook_events_fan_out", lambda events: set())
-    run_due_tasks(name_contains="ticket_checked_in_publish")
+    webhook_events_complete(list(WebhookEvent.objects.values_list("pk", flat=True)))
 
     [payload] = _events()
     assert payload["type"] == "ticket.checked_in"
