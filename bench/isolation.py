@@ -303,7 +303,7 @@ def creations(
 
 
 def tokens_vs_organizers(port: int, s: dict, seconds: float, pids) -> list:
-    """Part 4: client-credentials issuance and GET /organizers, alternately, twice each."""
+    """Part 4: client-credentials issuance and GET /organizers, alternately, 3 times each."""
     body = "grant_type=client_credentials&scope=public"
     issue = _wrk.Load(
         "/oauth/token",
@@ -315,7 +315,7 @@ def tokens_vs_organizers(port: int, s: dict, seconds: float, pids) -> list:
     )
     organizers = _wrk.Load("/api/public/organizers", tokens=s["simple"].gate_tokens[:1])
     runs = []
-    for _ in range(2):
+    for _ in range(3):
         for name, load in (("GET /organizers", organizers), ("token issuance", issue)):
             runs.append(
                 _wrk.run(name, port, load, seconds=seconds, connections=8, server_pids=pids)
