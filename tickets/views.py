@@ -67,8 +67,9 @@ from .serializers import (
     TicketResultSerializer,
     TicketSerializer,
 )
+from .services.admission import ticket_check_in_at_gate
 from .services.common import Actor
-from .services.gate import ticket_check_in_at_gate, ticket_renew
+from .services.gate import ticket_renew
 from .services.issuing import ticket_create
 from .services.revoking import ticket_revoke
 

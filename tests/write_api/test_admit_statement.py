@@ -14,7 +14,7 @@ from tests.factories import (
     TicketTypeFactory,
 )
 from tickets.models import CheckInLog, Ticket, TicketCheckIn, TicketFormAnswer
-from tickets.services import gate
+from tickets.services import admission, gate
 
 from .helpers import checkin_url, client_for
 
@@ -54,7 +54,7 @@ def test_statement_and_locked_service_give_the_same_answer_and_audit_row(
         fast = client.post(checkin_url(by_statement), body)
     skipped = []
     with monkeypatch.context() as patch:
-        patch.setattr(gate, "admit", lambda **kwargs: skipped.append(kwargs))
+        patch.setattr(admission, "admit", lambda **kwargs: skipped.append(kwargs))
         locked = client.post(checkin_url(by_service), body)
 
     assert skipped, "the locked service should have answered"
@@ -96,7 +96,7 @@ def test_with_check_in_types_statement_and_locked_service_agree(
         patch.setattr(gate, "ticket_check_in", lambda **kwargs: pytest.fail("locked path"))
         fast = client.post(checkin_url(by_statement), body, format="json")
     with monkeypatch.context() as patch:
-        patch.setattr(gate, "admit", lambda **kwargs: None)
+        patch.setattr(admission, "admit", lambda **kwargs: None)
         locked = client.post(checkin_url(by_service), body, format="json")
 
     assert fast.status_code == locked.status_code == 200

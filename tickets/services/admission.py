@@ -31,6 +31,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
+from events.selectors import event_get_for_organizer
 from ticketing.api.exceptions import NotFound
 from ticketing.db import select_list
 from webhooks.services import webhook_wants
@@ -42,6 +43,27 @@ from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, simple
 from ..selectors import ticket_from_output_row, ticket_key_column, ticket_output_columns
 from .common import Actor
 from .publishing import Type, ticket_checked_in_params, ticket_checked_in_sql
+
+
+def ticket_check_in_at_gate(
+    *, organizer_id: int, event_id: int, key: TicketKey, actor: Actor, **options: Unpack[GateInputs]
+) -> GateResult:
+    """`gate.ticket_check_in` for an event named by id and a ticket by `key`: the API's
+    check-in, by id or by scanned code. `admit` first, on PostgreSQL without a tag to bind;
+    what it cannot settle goes to the locked path, which decides and explains.
+
+    Raises: NotFound (event or ticket), and what `gate.ticket_check_in` raises.
+    """
+    if options.get("nfc_uid") is None and transaction.get_connection().vendor == "postgresql":
+        result = admit(
+            organizer_id=organizer_id, event_id=event_id, key=key, actor=actor, **options
+        )
+        if result is not None:
+            return result
+    from . import gate  # the locked path, which this module's statement mostly spares
+
+    event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
+    return gate.ticket_check_in(event=event, key=key, actor=actor, **options)
 
 
 def admit(

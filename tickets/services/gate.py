@@ -17,11 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Unpack
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
 from events.models import CheckInType, Event
-from events.selectors import event_get_for_organizer
 from ticketing.api.exceptions import ApplicationError
 from ticketing.db import atomic_retrying_once
 
@@ -30,9 +29,15 @@ from ..gate_types import GateInputs, GateResult, TicketKey, TypeResult
 from ..models import CheckInLog, Ticket, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, type_rule_broken
 from ..selectors import check_in_types_for_ticket, ticket_for_output
-from .admission import admit
+from .admission import admit, ticket_check_in_at_gate
 from .common import Actor, ticket_lock, violates
 from .publishing import Type, ticket_event_record
+
+__all__ = [  # the gate's operations; a check-in by the event's id starts in `admission`
+    "ticket_check_in",
+    "ticket_check_in_at_gate",
+    "ticket_renew",
+]
 
 
 def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
@@ -67,29 +72,7 @@ def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
     return wrapper
 
 
-# --- By the event's id: the one-statement admission first -------------------------------------
-
-
-def ticket_check_in_at_gate(
-    *, organizer_id: int, event_id: int, key: TicketKey, actor: Actor, **options: Unpack[GateInputs]
-) -> GateResult:
-    """`ticket_check_in` for an event named by id and a ticket by `key`: the API's check-in,
-    by id or by scanned code.
-
-    On PostgreSQL a check-in without a tag to bind is decided and recorded by one statement
-    (`admission.admit`), which also answers its refusals; what it cannot settle (a concurrent
-    scan changed the ticket meanwhile) goes to `ticket_check_in`, which decides and explains.
-
-    Raises: NotFound (event or ticket), and what `ticket_check_in` raises.
-    """
-    if options.get("nfc_uid") is None and transaction.get_connection().vendor == "postgresql":
-        result = admit(
-            organizer_id=organizer_id, event_id=event_id, key=key, actor=actor, **options
-        )
-        if result is not None:
-            return result
-    event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
-    return ticket_check_in(event=event, key=key, actor=actor, **options)
+# --- The statement's simple-mode admission alone ----------------------------------------------
 
 
 def _admit(*, at: datetime, **kwargs) -> Ticket | None:
