@@ -62,6 +62,12 @@ bench-gate: $(VENV)/.installed-dev
 bench-isolation: $(VENV)/.installed-dev
 	$(PY) bench/isolation.py
 
+# Hosts that share nothing (issue 32): deploy/topology's two app hosts, two workers, HAProxy,
+# PgBouncer, a streaming replica and Redis, started, checked through the balancer, stopped.
+.PHONY: topology-check
+topology-check: $(VENV)/.installed-dev
+	flock /tmp/bench.lock $(PY) bench/topology.py --check
+
 bench: $(VENV)/.installed-dev
 	$(PY) bench/read_api.py
 	$(PY) bench/checkin_throughput.py

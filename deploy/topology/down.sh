@@ -22,5 +22,8 @@ fi
 deploy/pgbouncer.sh stop "$dir/pgbouncer"
 deploy/topology/replica.sh stop "$dir/replica"
 [ -f "$dir/redis.pid" ] && stop_pid "$(cat "$dir/redis.pid")"
+if [ -f "$dir/cgroups" ]; then
+    for group in $(cat "$dir/cgroups"); do rmdir "$group" 2>/dev/null || true; done
+fi
 rm -rf "$dir"
 echo "topology: down"

@@ -12,7 +12,8 @@
 #   TOPOLOGY_PORT (8080: the balancer), APP_PORT (8000), PGBOUNCER_PORT (6432),
 #   REPLICA_PORT (5433), REDIS_URL (redis://127.0.0.1:6379/7; a Redis is started on port 6390
 #   when none answers there), APP_CPUS (0 1: taskset CPU lists of the two hosts),
-#   WEB_CONCURRENCY (2 per app host), PYTHON (.venv/bin/python).
+#   WEB_CONCURRENCY (2 per app host), PYTHON (.venv/bin/python), APP_CPU_QUOTA (percent of
+#   one core each app host may use, by a cgroup v1 CPU quota; unset: no quota).
 # Any other setting of the service (DATABASE_REPLICA_MAX_LAG_SECONDS, ...) passes through.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -65,11 +66,20 @@ if [ "${SKIP_MIGRATE:-0}" != 1 ]; then
     "$PYTHON" manage.py migrate --no-input >/dev/null
 fi
 
-# An app server and a task worker per host, on that host's CPUs.
+# An app server and a task worker per host, on that host's CPUs (and its share of them).
+confine=
 host=11
 for cpus in "$cpus_a" "$cpus_b"; do
-    HOST="127.0.0.$host" setsid taskset -c "$cpus" "$PYTHON" -m gunicorn \
-        -c deploy/gunicorn.conf.py >"$dir/app-$host.log" 2>&1 &
+    if [ -n "${APP_CPU_QUOTA:-}" ]; then
+        group="/sys/fs/cgroup/cpu/ticketing-$(basename "$dir")-$host"
+        mkdir -p "$group"
+        echo 100000 >"$group/cpu.cfs_period_us"
+        echo "$((APP_CPU_QUOTA * 1000))" >"$group/cpu.cfs_quota_us"
+        echo "$group" >>"$dir/cgroups"
+        confine="echo \$\$ >$group/cgroup.procs;"
+    fi
+    HOST="127.0.0.$host" setsid sh -c "$confine exec taskset -c $cpus $PYTHON -m gunicorn \
+        -c deploy/gunicorn.conf.py" >"$dir/app-$host.log" 2>&1 &
     echo "$!" >>"$dir/pids"
     setsid taskset -c "$cpus" "$PYTHON" manage.py run_worker --no-reload \
         >"$dir/worker-$host.log" 2>&1 &
