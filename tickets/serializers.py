@@ -234,14 +234,12 @@ class GateResultSerializer(serializers.Serializer):
     renew_results = TypeResultSerializer(many=True)
 
     def to_representation(self, result: GateResult) -> dict:
-        # Directly, as the fields say: every scan answers with it, and DRF would build a nested
-        # serializer and two lists' serializers for each.
-        types = TypeResultSerializer()
+        row = TypeResultSerializer().to_representation  # directly: no nested serializers per scan
         return {
             "success": result.success,
             "ticket": TicketSerializer().to_representation(result.ticket),
-            "check_in_results": [types.to_representation(r) for r in result.check_in_results],
-            "renew_results": [types.to_representation(r) for r in result.renew_results],
+            "check_in_results": [row(r) for r in result.check_in_results],
+            "renew_results": [row(r) for r in result.renew_results],
         }
 
 
