@@ -1,4 +1,5 @@
-"""`OrganizerSerializer` builds its dict by hand; it must equal what its declared fields produce."""
+"""`OrganizerSerializer` renders directly (`ticketing.api.rendering`); it must equal what DRF
+makes of its declared fields."""
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -21,7 +22,7 @@ PNG = (
 
 
 def _field_driven(serializer: OrganizerSerializer, organizer) -> dict:
-    """What DRF renders from the declared fields, without the hand-built shortcut."""
+    """What DRF renders from the declared fields, walking them itself."""
     return dict(serializers.ModelSerializer.to_representation(serializer, organizer))
 
 
@@ -38,7 +39,7 @@ def user_with_organizers(settings, tmp_path):
 
 
 @pytest.mark.parametrize("with_request", [True, False])
-def test_hand_built_organizer_equals_the_declared_fields(user_with_organizers, with_request):
+def test_direct_organizer_equals_the_declared_fields(user_with_organizers, with_request):
     reach = OrganizerReach(member_user_id=user_with_organizers.pk)
     organizers = list(organizers_in_reach(reach=reach).order_by("pk"))
     request = APIRequestFactory().get("/api/public/organizers") if with_request else None

@@ -34,10 +34,14 @@ class AbsoluteImageField(serializers.Field):
         super().__init__(**kwargs)
 
     def to_representation(self, instance):
+        return self.to_representation_in(instance, self.context)
+
+    def to_representation_in(self, instance, context: dict):
+        """The URL, absolute when the context has the request (`rendering`)."""
         for name in self.image_fields:
             image = getattr(instance, name, None)
             if image:
-                request = self.context.get("request")
+                request = context.get("request")
                 return request.build_absolute_uri(image.url) if request else image.url
         return None
 
