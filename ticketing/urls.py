@@ -9,6 +9,8 @@ urlpatterns = [
     path("metrics", include("tickets.metrics")),
     # /oauth/*, /.well-known/oauth-authorization-server, and the admin's sign-in page.
     path("", include("oauth_setup.urls")),
+    # The event dashboard (tickets.dashboard_views), ahead of the admin's catch-all.
+    path("admin/events/event/", include("tickets.dashboard_views")),
     path("admin/", admin.site.urls),
     path("api/public/", include("ticketing.api.urls")),
     # The attendee's ticket page (CONTRACT §14), addressed by its token.
