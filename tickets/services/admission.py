@@ -81,6 +81,8 @@ def admit(
     process knows it).
 
     Raises: NotFound, the rules' errors, CheckInTypeRequired.
+    Locks: with check-in types, the ticket row (`FOR UPDATE`) until the statement commits, so
+    two gates cannot both admit one type; without, the UPDATE's own row lock.
     """
     now = timezone.now()
     at = options.get("used_at") or now
