@@ -4,6 +4,7 @@ import hashlib
 import uuid
 from datetime import timedelta
 
+from django.db import router, transaction
 from django.utils import timezone
 from oauth2_provider.models import (
     get_access_token_model,
@@ -94,9 +95,17 @@ class TicketingOAuth2Validator(OAuth2Validator):
 
     def save_bearer_token(self, token, request, *args, **kwargs):
         try:
-            super().save_bearer_token(token, request, *args, **kwargs)
+            # One transaction around DOT's, so the lock `_save_rotation` takes on a refresh
+            # token is held until DOT has rotated it.
+            with transaction.atomic(using=router.db_for_write(get_access_token_model())):
+                if request.grant_type == "refresh_token":
+                    self._save_rotation(token, request, *args, **kwargs)
+                else:
+                    super().save_bearer_token(token, request, *args, **kwargs)
+                    if request.grant_type == "authorization_code":
+                        _set_family(token, code_token_family(request.code))
         except RefusedAfterValidation:
-            # Revoked here, once DOT's transaction has rolled back: inside it, the refusal
+            # Revoked here, once the transaction has rolled back: inside it, the refusal
             # would undo the revocation.
             get_refresh_token_model().revoke_family(getattr(request, "reused_token_family", None))
             raise
@@ -115,14 +124,14 @@ class TicketingOAuth2Validator(OAuth2Validator):
 
     # --- Authorization codes ------------------------------------------------------------------
 
-    def _create_authorization_code(self, request, code, expires=None):
-        grant = super()._create_authorization_code(request, code, expires)
+    def save_authorization_code(self, client_id, code, request, *args, **kwargs):
+        super().save_authorization_code(client_id, code, request, *args, **kwargs)
         if not getattr(request, "redirect_uri_named", True):
             # The client named no redirect URI, so the token request need not name one
             # either (RFC 6749 §4.1.3); an empty one on the grant records that.
+            grant = get_grant_model().objects.get(code=code["code"], application=request.client)
             grant.redirect_uri = ""
             grant.save(update_fields=["redirect_uri"])
-        return grant
 
     def confirm_redirect_uri(self, client_id, code, redirect_uri, client, request, *args, **kw):
         """RFC 6749 §4.1.3: named at /authorize, the redirect URI is required here, identical."""
@@ -162,49 +171,66 @@ class TicketingOAuth2Validator(OAuth2Validator):
             )
         return challenge
 
-    def _create_refresh_token(self, request, refresh_token_code, access_token, previous):
-        refresh_token = super()._create_refresh_token(
-            request, refresh_token_code, access_token, previous
-        )
-        if previous is None and request.grant_type == "authorization_code":
-            refresh_token.token_family = code_token_family(request.code)
-            refresh_token.save(update_fields=["token_family"])
-        return refresh_token
-
     # --- A refresh token refreshed twice at once ----------------------------------------------
 
-    def _save_bearer_token(self, token, request, *args, **kwargs):
-        previous = getattr(request, "refresh_token_instance", None)
-        if request.grant_type == "refresh_token" and previous is not None:
-            # Waits for a concurrent rotation of the same token, so its outcome is seen here.
-            RefreshToken = get_refresh_token_model()
-            previous = RefreshToken.objects.select_for_update().get(pk=previous.pk)
-            request.refresh_token_instance = previous
-            if previous.revoked is not None:
-                # Both requests passed validation before either rotated: this one is reuse
-                # that `validate_refresh_token` could not see yet.
-                if _within_grace_period(previous):
-                    return self._save_refresh_in_grace_period(token, request, previous)
-                request.reused_token_family = previous.token_family
-                raise RefusedAfterValidation(request=request)
-        return super()._save_bearer_token(token, request, *args, **kwargs)
+    def _save_rotation(self, token, request, *args, **kwargs):
+        """DOT's rotation, once no other rotation of the same token is under way.
 
-    def _save_refresh_in_grace_period(self, token, request, previous):
+        DOT locks the token too, but only to rotate it whatever it finds: a token rotated or
+        revoked by a request that passed validation at the same time would be rotated again.
+        Locked here first, its state after the other request is seen before DOT runs.
+        """
+        previous = getattr(request, "refresh_token_instance", None)
+        if previous is not None:
+            previous = get_refresh_token_model().objects.select_for_update().get(pk=previous.pk)
+            request.refresh_token_instance = previous
+        if previous is None or previous.revoked is None:
+            super().save_bearer_token(token, request, *args, **kwargs)
+        elif _within_grace_period(previous):
+            self._save_refresh_in_grace_period(token, request, previous, *args, **kwargs)
+        else:
+            # Both requests passed validation before either rotated: this one is reuse
+            # that `validate_refresh_token` could not see yet.
+            request.reused_token_family = previous.token_family
+            raise RefusedAfterValidation(request=request)
+
+    def _save_refresh_in_grace_period(self, token, request, previous, *args, **kwargs):
         """With the opt-in grace period, a second refresh of a token just rotated: a new pair in
-        the same family.
+        the same family, for the same resources (RFC 8707).
 
         DOT would answer with the pair the first refresh got, which it no longer has: tokens
-        are stored only as hashes (RFC 9700 §4.14). Reuse after the grace period still
-        revokes the family (`validate_refresh_token`).
+        are stored only as hashes (RFC 9700 §4.14). So DOT issues a pair as for a token of
+        its own, which this puts in the family. Reuse after the grace period still revokes
+        the family (`validate_refresh_token`).
         """
-        AccessToken = get_access_token_model()
-        if not AccessToken.objects.filter(source_refresh_token=previous).exists():
+        if not get_access_token_model().objects.filter(source_refresh_token=previous).exists():
             # The family was revoked between validation and this lock.
             raise RefusedAfterValidation(request=request)
-        self._check_and_set_request_resource(request)
-        expires = timezone.now() + timedelta(seconds=token["expires_in"])
-        access_token = self._create_access_token(expires, request, token)
-        self._create_refresh_token(request, token["refresh_token"], access_token, previous)
+        request.refresh_token_instance = None  # not `previous`, which DOT would rotate again
+        if previous.resource and not request.resource:
+            request.resource = list(previous.resource)  # DOT checks them as if asked for
+        super().save_bearer_token(token, request, *args, **kwargs)
+        for resource in request.resource:
+            if previous.resource and resource not in previous.resource:
+                raise errors.CustomOAuth2Error(
+                    error="invalid_target",
+                    description=(
+                        f"The requested resource '{resource}' is not allowed. Token refresh "
+                        "cannot request resources beyond the original refresh token scope"
+                    ),
+                    request=request,
+                )
+        _set_family(token, previous.token_family)
+
+
+def _set_family(token: dict, family: uuid.UUID) -> None:
+    """Put the refresh token DOT just saved for `token` in `family`."""
+    if "refresh_token" not in token:
+        return
+    checksum = hashlib.sha256(token["refresh_token"].encode()).hexdigest()
+    refresh_token = get_refresh_token_model().objects.get(token_checksum=checksum, revoked=None)
+    refresh_token.token_family = family
+    refresh_token.save(update_fields=["token_family"])
 
 
 def _within_grace_period(refresh_token) -> bool:

@@ -9,7 +9,7 @@ is asking.
 
 import json
 from functools import wraps
-from urllib.parse import parse_qs, urlparse
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlparse, urlsplit, urlunsplit
 
 from django import forms
 from django.conf import settings
@@ -22,9 +22,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django_ratelimit.core import get_usage
 from oauth2_provider import views as dot_views
 from oauth2_provider.forms import AllowForm
-from oauth2_provider.oauth2_backends import _add_iss_to_redirect
 from oauth2_provider.settings import oauth2_settings
-from oauthlib.common import Request as OauthlibRequest
+from oauthlib import common as oauthlib_common
 
 from ticketing.api.exception_handler import service_unavailable
 
@@ -97,7 +96,19 @@ class ConsentView(dot_views.AuthorizationView):
         # DOT adds `iss` (RFC 9207) to the responses oauthlib builds, not to the errors it
         # raises itself (access_denied, errors found before consent): every one carries it.
         issuer = oauth2_settings.oauth2_authorization_server_issuer(self.request)
-        return super().redirect(_add_iss_to_redirect(redirect_to, issuer), application)
+        return super().redirect(with_issuer(redirect_to, issuer), application)
+
+
+def with_issuer(uri: str, issuer: str) -> str:
+    """`uri` with `iss` as its one issuer (RFC 9207), added to the query as DOT adds it.
+
+    Responses here are never in the fragment (only the code flow is on offer) and a
+    registered redirect URI has none.
+    """
+    parts = urlsplit(uri)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "iss"]
+    query = urlencode([*query, ("iss", issuer)])
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 
 class OAuthEndpointMixin:
@@ -190,7 +201,12 @@ class IntrospectTokenView(OAuthEndpointMixin, dot_views.IntrospectTokenView):
     def authenticate_client(self, request):
         # As DOT's OAuthLibCore.authenticate_client, keeping the client it authenticated.
         core = self.get_oauthlib_core()
-        oauth_request = OauthlibRequest(*core._extract_params(request))
+        oauth_request = oauthlib_common.Request(
+            oauthlib_uri(request),
+            request.method,
+            oauthlib_common.urlencode(core.extract_body(request)),
+            core.extract_headers(request),
+        )
         if not core.server.request_validator.authenticate_client(oauth_request):
             return False
         self.caller = oauth_request.client
@@ -202,6 +218,20 @@ class IntrospectTokenView(OAuthEndpointMixin, dot_views.IntrospectTokenView):
         ):
             return JsonResponse({"active": False})
         return super().get_token_response(token_value)
+
+
+def oauthlib_uri(request: HttpRequest) -> str:
+    """The request's path and query as oauthlib reads them (DOT passes the same).
+
+    oauthlib refuses a query with a character a form-encoded one cannot hold, which Django
+    lets through: those are percent-encoded.
+    """
+    parts = urlsplit(request.get_full_path())
+    query = "".join(
+        c if c in oauthlib_common.urlencoded else oauthlib_common.quote(c, safe=b"")
+        for c in parts.query
+    )
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, query, parts.fragment))
 
 
 class ServerMetadataView(dot_views.OAuthServerMetadataView):

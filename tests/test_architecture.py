@@ -260,18 +260,6 @@ PUBLIC_UNDERSCORED = {
 
 # (file, name): why it is still there. All are tracked under issue 27 (no library internals).
 KNOWN_PRIVATE_USES = {
-    # DOT's token saving: hooks DOT's own docstring says to override ("Override
-    # _save_bearer_token and not this function"), used to make a refresh token work once, mark
-    # a code's token family and keep the opt-in grace period.
-    ("oauth_setup/validators.py", "_save_bearer_token"): "overrides a DOT validator hook",
-    ("oauth_setup/validators.py", "_create_authorization_code"): "overrides a DOT hook",
-    ("oauth_setup/validators.py", "_create_refresh_token"): "overrides a DOT hook",
-    ("oauth_setup/validators.py", "_create_access_token"): "calls DOT's, grace-period pair",
-    ("oauth_setup/validators.py", "_check_and_set_request_resource"): "calls DOT's, same",
-    # DOT's OAuthLibCore: the authorization response gets `iss` as DOT adds it, and the token
-    # request's parameters are read as DOT's views read them.
-    ("oauth_setup/views.py", "_add_iss_to_redirect"): "DOT's oauth2_backends helper",
-    ("oauth_setup/views.py", "_extract_params"): "DOT's OAuthLibCore internals",
     # drf-spectacular offers these refinements of the document only as `_` methods.
     ("ticketing/api/openapi.py", "_get_paginator"): "drf-spectacular AutoSchema",
     ("ticketing/api/openapi.py", "_map_serializer_field"): "drf-spectacular AutoSchema",
@@ -637,8 +625,13 @@ KNOWN_FOREIGN_SQL = {
     # A task RUNNING past the lease lost its worker and is made READY again: django-tasks
     # does not (its issue #46). Issue 27: take it from django-tasks once it does.
     ("ticketing/task_queue.py", "DBTaskResult.update"): "requeues abandoned tasks",
-    # A refresh token's rotation waits for a concurrent one by locking DOT's row, as DOT's
-    # own rotation does (issue 27).
+    # A lock through DOT's public manager (ORM, no SQL of ours), kept: a refresh token's
+    # rotation waits for a concurrent one so a loser is refused and its family revoked. DOT's
+    # public save_bearer_token locks the same row but then rotates whatever it finds: a token
+    # just rotated by another request gets that request's pair back (blank: tokens are kept
+    # only as hashes), one revoked meanwhile gets a new pair. No setting or public hook runs
+    # between its lock and its rotation, so this lock is taken first, in one transaction
+    # around DOT's (TicketingOAuth2Validator._save_rotation).
     ("oauth_setup/validators.py", "RefreshToken.select_for_update"): "DOT's rotation lock",
 }
 
