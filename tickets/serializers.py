@@ -1,23 +1,24 @@
 """Output serializers: the spec's Ticket and Order, and the bodies of the write endpoints."""
 
+from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from events.pricing import price_label, satangs_to_decimal_string
 from ticketing.api.fields import (
     BlankAsNullCharField,
+    DateTimeOutputField,
     Int32Field,
     SuccessField,
-    datetime_representation,
 )
+from ticketing.api.rendering import DirectRepresentation
 
-from .gate_types import GateResult, TypeResult
 from .links import ticket_page_url
 from .models import Order, Ticket
 from .selectors import FORM_ANSWERS
 
 
-class FormAnswerSerializer(serializers.Serializer):
+class FormAnswerSerializer(DirectRepresentation, serializers.Serializer):
     """An answer to a question of the event's order form; `id` is the question's."""
 
     # Reads answers prefetched with their field.
@@ -27,7 +28,7 @@ class FormAnswerSerializer(serializers.Serializer):
     value = serializers.CharField()
 
 
-class NestedTicketTypeSerializer(serializers.Serializer):
+class NestedTicketTypeSerializer(DirectRepresentation, serializers.Serializer):
     """The ticket's type. Every field is a string: `price` in baht (`"100.00"`),
     `price_satangs` in satangs (`"10000"`)."""
 
@@ -46,7 +47,7 @@ class NestedTicketTypeSerializer(serializers.Serializer):
         return str(ticket_type.price)
 
 
-class TicketSerializer(serializers.ModelSerializer):
+class TicketSerializer(DirectRepresentation, serializers.ModelSerializer):
     """A ticket: its holder, status, type, form answers, and the link to the holder's page."""
 
     # The spec's Ticket. Needs `ticket_type` selected and the form answers loaded
@@ -66,10 +67,15 @@ class TicketSerializer(serializers.ModelSerializer):
     revoke_note = BlankAsNullCharField()
     ticket_type = NestedTicketTypeSerializer()
     price_label = serializers.SerializerMethodField()
-    forms = FormAnswerSerializer(source="form_answers", many=True)
+    forms = serializers.SerializerMethodField()
     ticket_url = serializers.SerializerMethodField(
         help_text="The holder's ticket page (QR code, event, state), which needs no login."
     )
+
+    serializer_field_mapping = {
+        **serializers.ModelSerializer.serializer_field_mapping,
+        models.DateTimeField: DateTimeOutputField,
+    }
 
     class Meta:
         model = Ticket
@@ -107,39 +113,12 @@ class TicketSerializer(serializers.ModelSerializer):
     def get_price_label(self, ticket: Ticket) -> str:
         return _price_label(ticket)
 
-    def to_representation(self, ticket: Ticket) -> dict:
-        ticket_type = ticket.ticket_type
-        return {
-            "id": ticket.id,
-            "order_id": ticket.order_id,
-            "event_id": ticket.event_id,
-            "status": ticket.status,
-            "firstname": ticket.firstname or None,
-            "lastname": ticket.lastname or None,
-            "phone": ticket.phone or None,
-            "email": ticket.email or None,
-            "reference_code": ticket.reference_code,
-            "ticket_url": ticket_page_url(ticket),
-            "kind": ticket.kind,
-            "external_id": ticket.external_id or None,
-            "revoke_note": ticket.revoke_note or None,
-            "ticket_type": {
-                "id": str(ticket_type.id),
-                "name": ticket_type.name,
-                "price": satangs_to_decimal_string(ticket_type.price),
-                "price_satangs": str(ticket_type.price),
-                "kind": ticket_type.kind,
-            },
-            "price_label": _price_label(ticket),
-            "forms": [
-                {"id": answer.field_id, "label": answer.field.label, "value": answer.value}
-                for answer in form_answers_of(ticket)
-            ],
-            "created_at": datetime_representation(ticket.created_at),
-            "updated_at": datetime_representation(ticket.updated_at),
-            "used_at": datetime_representation(ticket.used_at),
-            "registered_at": datetime_representation(ticket.registered_at),
-        }
+    @extend_schema_field(FormAnswerSerializer(many=True))
+    def get_forms(self, ticket: Ticket) -> list[dict]:
+        return [_FORM_ANSWER.to_representation(answer) for answer in form_answers_of(ticket)]
+
+
+_FORM_ANSWER = FormAnswerSerializer()
 
 
 def form_answers_of(ticket: Ticket) -> list:
@@ -158,15 +137,11 @@ def _price_label(ticket: Ticket) -> str:
     )
 
 
-class TicketResponseSerializer(serializers.Serializer):
+class TicketResponseSerializer(DirectRepresentation, serializers.Serializer):
     """`{success, ticket}` (search)."""
 
     success = SuccessField()
     ticket = TicketSerializer()
-
-    def to_representation(self, instance: dict) -> dict:
-        # Directly, as the fields say: DRF would copy the nested serializer's fields each time.
-        return {"success": True, "ticket": TicketSerializer().to_representation(instance["ticket"])}
 
 
 class OrderSerializer(serializers.ModelSerializer):
@@ -207,24 +182,17 @@ class OrderSerializer(serializers.ModelSerializer):
         return [ticket.id for ticket in order.tickets.all()]
 
 
-class TypeResultSerializer(serializers.Serializer):
+class TypeResultSerializer(DirectRepresentation, serializers.Serializer):
+    """The outcome for one check-in type; `error` names the refusal (null on success)."""
+
     check_in_type_id = Int32Field()
     check_in_type_name = serializers.CharField(allow_null=True)
-    used_at = serializers.DateTimeField(allow_null=True)
+    used_at = DateTimeOutputField(allow_null=True)
     success = serializers.BooleanField()
     error = serializers.CharField(allow_null=True)
 
-    def to_representation(self, result: TypeResult) -> dict:
-        return {
-            "check_in_type_id": result.check_in_type_id,
-            "check_in_type_name": result.check_in_type_name,
-            "used_at": datetime_representation(result.used_at),
-            "success": result.success,
-            "error": result.error,
-        }
 
-
-class GateResultSerializer(serializers.Serializer):
+class GateResultSerializer(DirectRepresentation, serializers.Serializer):
     """A check-in's or renew's outcome, with the ticket as it is now: `success` is true when
     every requested check-in type succeeded (always, without check-in types)."""
 
@@ -232,15 +200,6 @@ class GateResultSerializer(serializers.Serializer):
     ticket = TicketSerializer()
     check_in_results = TypeResultSerializer(many=True)
     renew_results = TypeResultSerializer(many=True)
-
-    def to_representation(self, result: GateResult) -> dict:
-        row = TypeResultSerializer().to_representation  # directly: no nested serializers per scan
-        return {
-            "success": result.success,
-            "ticket": TicketSerializer().to_representation(result.ticket),
-            "check_in_results": [row(r) for r in result.check_in_results],
-            "renew_results": [row(r) for r in result.renew_results],
-        }
 
 
 class TicketResultSerializer(serializers.Serializer):
@@ -257,12 +216,11 @@ class TicketCreateResultSerializer(serializers.Serializer):
 # --- Scanner apps (CONTRACT §11, §12) ---------------------------------------------------------
 
 
-class ScannerTicketSerializer(serializers.Serializer):
+class ScannerTicketSerializer(DirectRepresentation, serializers.Serializer):
     """A ticket as a scanner keeps it to admit people offline: admit only a ticket whose
     `status` is `active` and whose `order_paid` is true."""
 
-    # Reads a `ScannerTicketRow`. `to_representation` builds the dict directly: a full sync
-    # renders every ticket of the event.
+    # Reads a `ScannerTicketRow` (a full sync renders every ticket of the event).
 
     id = Int32Field()
     reference_code = serializers.CharField()
@@ -273,27 +231,11 @@ class ScannerTicketSerializer(serializers.Serializer):
     )
     ticket_type_id = Int32Field()
     ticket_type_name = serializers.CharField()
-    firstname = serializers.CharField(allow_null=True)
-    lastname = serializers.CharField(allow_null=True)
-    used_at = serializers.DateTimeField(allow_null=True)
+    firstname = BlankAsNullCharField()
+    lastname = BlankAsNullCharField()
+    used_at = DateTimeOutputField(allow_null=True)
     checked_in_type_ids = serializers.ListField(child=Int32Field())
-    updated_at = serializers.DateTimeField()
-
-    def to_representation(self, row) -> dict:
-        return {
-            "id": row.id,
-            "reference_code": row.reference_code,
-            "nfc_uid": row.nfc_uid,
-            "status": row.status,
-            "order_paid": row.order_paid,
-            "ticket_type_id": row.ticket_type_id,
-            "ticket_type_name": row.ticket_type_name,
-            "firstname": row.firstname or None,
-            "lastname": row.lastname or None,
-            "used_at": datetime_representation(row.used_at),
-            "checked_in_type_ids": row.checked_in_type_ids,
-            "updated_at": datetime_representation(row.updated_at),
-        }
+    updated_at = DateTimeOutputField()
 
 
 class SyncPageSerializer(serializers.Serializer):

@@ -31,7 +31,8 @@ class Thing(DirectRepresentation, serializers.Serializer):
     secret = serializers.CharField(write_only=True)
 
     def get_shout(self, thing) -> str:
-        return thing.name.upper()
+        name = thing["name"] if isinstance(thing, dict) else thing.name
+        return name.upper()
 
 
 class Rows(list):
@@ -82,6 +83,13 @@ def test_direct_output_is_drfs_walk_of_the_declared_fields(thing, with_request):
 def test_many_renders_each_directly():
     things = [_thing(id=1), _thing(id=2, name="")]
     assert Thing(things, many=True).data == [_drf(Thing(), t) for t in things]
+
+
+def test_a_mapping_is_read_by_its_keys():
+    thing = vars(_thing())
+    assert Thing().to_representation(thing) == _drf(Thing(), thing)
+    with pytest.raises(AttributeError):
+        Thing().to_representation({"id": 1})
 
 
 def test_the_steps_are_built_once_per_class():

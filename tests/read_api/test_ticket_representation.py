@@ -1,4 +1,5 @@
-"""`TicketSerializer` builds its dict by hand; it must equal what its declared fields produce."""
+"""`TicketSerializer` renders directly (`ticketing.api.rendering`); it must equal what DRF makes of
+its declared fields."""
 
 from datetime import timedelta
 
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _field_driven(ticket: Ticket) -> dict:
-    """What DRF renders from the declared fields, without the hand-built shortcut."""
+    """What DRF renders from the declared fields, walking them itself."""
     return dict(serializers.ModelSerializer.to_representation(TicketSerializer(), ticket))
 
 

@@ -110,3 +110,11 @@ def datetime_representation(value: datetime.datetime | None) -> str | None:
         return None
     text = value.astimezone(timezone.get_current_timezone()).isoformat()
     return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+class DateTimeOutputField(CopiedShallow, serializers.DateTimeField):
+    """DRF's `DateTimeField`, rendered by `datetime_representation` (the same text, without
+    asking the settings and the time zone anew for each value)."""
+
+    def to_representation(self, value):
+        return datetime_representation(value)
