@@ -10,13 +10,16 @@ from datetime import timedelta
 import psycopg.errors
 import pytest
 from django.core import mail
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from tests.factories import CheckInTypeFactory, TicketFactory, TicketTypeFactory
+from tests.scanner.concurrency import in_thread, wait_until_waiting_on_locks
 from tests.task_support import run_due_tasks
+from tickets.gate_types import TicketKey
 from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
-from tickets.services import revoking
+from tickets.services import admission, revoking
+from tickets.services.common import Actor
 
 from .helpers import checkin_url, client_for, invalidate_url, tickets_url
 
@@ -293,3 +296,37 @@ def test_transient_conflict_that_persists_is_503(monkeypatch, user_token, ticket
     assert len(calls) == 2
     ticket.refresh_from_db()
     assert ticket.status == Ticket.Status.ACTIVE
+
+
+def test_a_type_admitted_while_the_statement_waits_is_reported_with_its_time(event, ticket_type):
+    """The statement reads the ticket's admissions before it waits for the ticket's lock: a
+    type another gate admits meanwhile is not inserted twice (the unique pair) and its result
+    says when that gate admitted it."""
+    entrance, vip = CheckInTypeFactory(event=event), CheckInTypeFactory(event=event)
+    ticket = TicketFactory(event=event, ticket_type=ticket_type)
+    other_gate_at = timezone.now() - timedelta(minutes=1)
+    with transaction.atomic():
+        Ticket.objects.select_for_update().get(pk=ticket.pk)  # the other gate's lock
+        thread, out = in_thread(
+            lambda: admission.admit(
+                organizer_id=event.organizer_id,
+                event_id=event.id,
+                key=TicketKey.id(ticket.pk),
+                actor=Actor(),
+                check_in_type_ids=[entrance.id, vip.id],
+            )
+        )
+        wait_until_waiting_on_locks(1, [thread])
+        TicketCheckIn.objects.create(ticket=ticket, check_in_type=entrance, used_at=other_gate_at)
+        Ticket.objects.filter(pk=ticket.pk).update(status="used", used_at=other_gate_at)
+    thread.join(timeout=30)
+
+    [result] = out
+    assert [(r.check_in_type_id, r.success) for r in result.check_in_results] == [
+        (entrance.id, False),
+        (vip.id, True),
+    ]
+    assert result.check_in_results[0].used_at == other_gate_at
+    assert result.check_in_results[0].error.startswith("Already checked in at")
+    assert result.ticket.used_at == other_gate_at  # the earliest admission
+    assert TicketCheckIn.objects.filter(ticket=ticket).count() == 2
