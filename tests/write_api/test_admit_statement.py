@@ -13,8 +13,13 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
+from tickets.gate_types import TicketKey
 from tickets.models import CheckInLog, Ticket, TicketCheckIn, TicketFormAnswer
 from tickets.services import admission, gate
+from tickets.services.common import Actor
+from webhooks.models import WebhookEvent
+from webhooks.outbox import webhook_events_complete
+from webhooks.services import webhook_endpoint_create
 
 from .helpers import checkin_url, client_for
 
@@ -115,3 +120,33 @@ def test_with_check_in_types_statement_and_locked_service_agree(
             for t in (by_statement, by_service)
         ]
         assert rows[0] == rows[1]
+
+
+def test_with_check_in_types_the_statement_records_each_admitting_scan_once(settings, event):
+    """`ticket.checked_in` goes out for a scan that admitted some type, with the ticket as the
+    statement left it; a scan that admitted none records nothing."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    webhook_endpoint_create(
+        organizer_id=event.organizer_id, url="http://127.0.0.1:9/in", event_types=["*"]
+    )
+    entrance, vip = CheckInTypeFactory(event=event), CheckInTypeFactory(event=event)
+    ticket = TicketFactory(event=event)
+
+    def scan(type_id):
+        return admission.ticket_check_in_at_gate(
+            organizer_id=event.organizer_id,
+            event_id=event.id,
+            key=TicketKey.id(ticket.id),
+            actor=Actor(),
+            check_in_type_ids=[type_id],
+        )
+
+    counts = []
+    for type_id in (entrance.id, entrance.id, vip.id):
+        scan(type_id)
+        counts.append(WebhookEvent.objects.filter(type="ticket.checked_in").count())
+    assert counts == [1, 1, 2]
+    ids = list(WebhookEvent.objects.order_by("created_at", "id").values_list("pk", flat=True))
+    [first, _] = webhook_events_complete(ids)
+    assert first.payload["data"]["ticket"]["id"] == ticket.id
+    assert first.payload["data"]["ticket"]["status"] == "used"
