@@ -32,7 +32,8 @@ after one that wrote starts from a vacuumed and checkpointed database (`bench._d
 
 wrk's own CPU and the gunicorn workers' are read from /proc over each run and printed as
 shares of one core: what the generator took from the server on a machine they share. `CPU ms`
-is the workers' CPU per answer, which other load on the machine moves less than a rate.
+is the workers' CPU per answer, which other load on the machine moves less than a rate, and
+`by CPU` the ratio to `GET /info` it gives (`/info`'s CPU per answer over the workload's).
 """
 
 from __future__ import annotations
@@ -330,12 +331,18 @@ def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], wor
     header = (
         f"{'workload':<24} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'SQL/req':>7} {'Redis':>5} "
         f"{'vs /info':>8} {'vs scan':>8} {'target':>12} {'wrk core':>8} {'server':>6} {'CPU ms':>6}"
-        "  non-expected"
+        f" {'by CPU':>6}  non-expected"
     )
     print(header)
     print("-" * len(header))
     failed = False
     cores = os.cpu_count() or 1
+
+    def cpu_ms(name: str) -> float:
+        return statistics.median(
+            r.server_cpu_seconds * 1000 / max(1, r.requests) for r in rounds[name]
+        )
+
     for workload in plan:
         runs = rounds[workload.name]
         middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
@@ -371,7 +378,7 @@ def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], wor
             f"{middle.redis_per_request:5.2f} {cell(vs_info)} {cell(vs_scan)} {target_text:>12} "
             f"{statistics.median(r.wrk_core_share for r in runs):8.0%} "
             f"{statistics.median(r.server_core_share for r in runs):6.0%} "
-            f"{statistics.median(r.server_cpu_seconds * 1000 / max(1, r.requests) for r in runs):6.2f}"
+            f"{cpu_ms(workload.name):6.2f} {cpu_ms(INFO) / (cpu_ms(workload.name) or 1):6.1%}"
             f"  {bad or '-'}"
         )
     all_runs = [run for runs in rounds.values() for run in runs]
