@@ -106,6 +106,12 @@ def test_every_rule_is_in_the_admission_statement(typed):
         assert f"({condition.sql})" in statement
 
 
+def test_every_rule_is_in_the_refusal_read():
+    statement = admission.refusal_sql()
+    for condition in (*RULES, SIMPLE_MODE):
+        assert f"({condition.sql})" in statement
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.error.code)
 def test_statement_does_not_admit_a_ticket_breaking_the_rule(rule, event, ticket_type):

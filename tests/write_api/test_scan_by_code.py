@@ -422,9 +422,9 @@ def test_scan_is_admitted_by_the_one_statement(monkeypatch, client, event, key):
         ("id", {"tickets_ticket_pkey", "ticket_event_id_idx"}),  # (event, id) is as exact
     ],
 )
-@pytest.mark.parametrize("typed", [False, True], ids=["simple", "typed"])
+@pytest.mark.parametrize("statement", ["simple", "typed", "refusal"])
 def test_admission_statement_finds_the_ticket_through_the_unique_index(
-    ticket, column, indexes, typed
+    ticket, column, indexes, statement
 ):
     """With the event's tickets many, the statement reaches the one row by its key's index."""
     Ticket.objects.bulk_create(
@@ -453,7 +453,11 @@ def test_admission_statement_finds_the_ticket_through_the_unique_index(
     table = Ticket._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(f"ANALYZE {table}")
-        cursor.execute("EXPLAIN " + admission.admit_sql(column, typed=typed), params)
+        if statement == "refusal":
+            sql = admission.refusal_sql(column)
+        else:
+            sql = admission.admit_sql(column, typed=statement == "typed")
+        cursor.execute("EXPLAIN " + sql, params)
         plan = "\n".join(row[0] for row in cursor.fetchall())
     # Every read of the ticket (found, admitted, locked) goes through an index, the key's.
     assert re.search(rf"Seq Scan on {table} t\b", plan) is None, plan
@@ -526,18 +530,27 @@ def test_multi_type_scan_with_a_cached_token_costs_one_round_trip(
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    ("refusal", "status", "error"),
+    ("refusal", "status", "error", "typed"),
     [
-        ("used", 422, "ticket_already_used"),
-        ("revoked", 422, "ticket_revoked"),
-        ("unpaid", 422, "order_not_paid"),
-        ("unknown", 404, "not_found"),
-        ("types_required", 422, "check_in_type_required"),
+        ("used", 422, "ticket_already_used", False),
+        ("types_required", 422, "check_in_type_required", False),
+        *(
+            (refusal, status, error, typed)
+            for refusal, status, error in (
+                ("revoked", 422, "ticket_revoked"),
+                ("unpaid", 422, "order_not_paid"),
+                ("unknown", 404, "not_found"),
+            )
+            for typed in (False, True)
+        ),
     ],
 )
-def test_a_refusal_costs_one_round_trip_and_shows_the_ticket(
-    app_token, event, refusal, status, error
+def test_a_refusal_costs_a_read_more_than_an_admission_and_shows_the_ticket(
+    app_token, event, refusal, status, error, typed
 ):
+    """Refused from what the statement read (with check-in types: its one row; without: one
+    read more), with no transaction and nothing written."""
+    body = {"check_in_type_ids": [CheckInTypeFactory(event=event).id]} if typed else {}
     if refusal == "types_required":
         CheckInTypeFactory(event=event)
     order = OrderFactory(event=event, status="pending" if refusal == "unpaid" else "paid")
@@ -548,9 +561,9 @@ def test_a_refusal_costs_one_round_trip_and_shows_the_ticket(
     client.post(scan_checkin_url(event), {"reference_code": "WARMUP01"})  # caches the token
     before = db_state(event)
     with round_trips() as sent:
-        response = client.post(scan_checkin_url(event), {"reference_code": code})
+        response = client.post(scan_checkin_url(event), {"reference_code": code, **body})
     assert (response.status_code, response.json()["error"]) == (status, error)
-    assert len(sent) == 1, "\n".join(sent)
+    assert len(sent) == (1 if typed else 2), "\n".join(sent)
     if refusal != "unknown":
         assert response.json()["ticket"]["id"] == ticket.id
         assert response.json()["ticket"]["status"] == ticket_status

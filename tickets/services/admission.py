@@ -1,21 +1,23 @@
 """A check-in at the gate, by id or by scanned code, decided and recorded in one statement.
 
-On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with
-the rules of `tickets.rules` and records the admission, in simple mode and with check-in types,
-and returns the verdicts and the ticket: an admission and a refusal (already used, revoked,
-unpaid, draft event, types required, unknown ticket or event) are answered from that row
-alone. The locked path (`gate.ticket_check_in`) answers what the statement could not settle:
-a concurrent scan changed the ticket between what the statement read and what it may write
-(the verdicts say yes but nothing was admitted), SQLite, or a tag to bind.
+On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with the rules of
+`tickets.rules` and records the admission, in simple mode and with check-in types. With
+check-in types it also returns every rule's verdict and the ticket, so a refusal is answered
+from that row; without, the statement is the bare admission (the gate's commonest scan), and a
+refusal (already used, revoked, unpaid, draft event, types required, unknown ticket or event)
+costs one read more (`refusal_sql`): no transaction, no lock. The locked path
+(`gate.ticket_check_in`) answers what the statements could not settle: a concurrent scan
+changed the ticket between what was read and what may be written (the verdicts say yes but
+nothing was admitted), SQLite, or a tag to bind.
 
-The statement is built from the rules, over the aliases they are written for. It
-finds the ticket by its key in the organizer's event and reads each rule's verdict on it
-(`found`), admits it in simple mode (`simple_admitted`, a conditional UPDATE as before), and in
-multiple mode locks it (`target`: `FOR UPDATE`, rechecked on the newest row), inserts each
-requested type that meets `TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last
-word), moves the ticket to `used` when it must, and writes the audit rows. Its one row tells
-the service everything it answers with: the verdicts, the per-type outcomes in request order,
-and the ticket as it now is (or, refused, as found).
+The statements are built from the rules, over the aliases they are written for. They find the
+ticket by its key in the organizer's event and read each rule's verdict on it (`found`); the
+admission admits it in simple mode (`simple_admitted`, a conditional UPDATE), and in multiple
+mode locks it (`target`: `FOR UPDATE`, rechecked on the newest row), inserts each requested
+type that meets `TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last word),
+moves the ticket to `used` when it must, and writes the audit rows. Its one row tells the
+service everything it answers with: the verdicts, the per-type outcomes in request order, and
+the ticket as it now is (or, refused, as found).
 
 Data-modifying clauses run whether or not the final SELECT reads them; each writes only from
 what an admission yielded.
@@ -108,6 +110,12 @@ def admit(
     with connection.cursor() as cursor:
         cursor.execute(admit_sql(key.column, publish=publish, typed=bool(type_ids)), params)
         row = cursor.fetchone()
+        if not type_ids:
+            if row is not None:
+                ticket = ticket_from_output_row(row, using=connection.alias)
+                return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+            cursor.execute(refusal_sql(key.column), params)
+            row = cursor.fetchone()
     if row is None:
         raise NotFound("Event not found.")
     head = HEAD + (TYPES_HEAD if type_ids else 0)
@@ -290,12 +298,21 @@ def _types_head() -> str:
 def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = False) -> str:
     """The statement for a ticket named by `key_column`; `typed` when the gate sent check-in
     types (the event may still have none: simple mode ignores them); `publish` records
-    `ticket.checked_in` for an admission (`ticket_checked_in_sql`)."""
+    `ticket.checked_in` for an admission (`ticket_checked_in_sql`).
+
+    Untyped, it is the simple-mode admission alone and yields the admitted ticket's output
+    columns, or no row (`refusal_sql` then says why): the gate's commonest scan pays for no
+    verdicts. Typed, it yields the row `HEAD` describes."""
     key = ticket_key_column(key_column)
     webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
-    ticket_columns = select_list(Ticket, "found")
-    if typed:
-        clauses = f"""{_simple_admitted(key, "simple_admitted")}, {_typed(key)},
+    if not typed:
+        return f"""
+        WITH {_simple_admitted(key, "admitted")}, {_audit("admitted")}{webhook}
+        SELECT {ticket_output_columns(ticket="admitted", ticket_type="tt")}
+        FROM admitted JOIN {TicketType._meta.db_table} AS tt ON tt.id = admitted.ticket_type_id
+    """
+    return f"""
+        WITH {_found(key)}, {_simple_admitted(key, "simple_admitted")}, {_typed(key)},
         admitted AS (
             SELECT * FROM simple_admitted
             UNION ALL
@@ -304,29 +321,43 @@ def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = Fa
             SELECT * FROM simple_admitted
             UNION ALL
             SELECT * FROM typed_ticket
-        )"""
-        simple, head = "simple_admitted", _types_head()
-    else:
-        clauses = f"{_simple_admitted(key, 'admitted')}, shown AS (SELECT * FROM admitted)"
-        simple, head = "admitted", ""
-    verdicts = ", ".join(
-        f"f.gate_rule_{n}" for n in range(len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN))
-    )
-    return f"""
-        WITH {_found(key)}, {clauses}, audit AS (
-            INSERT INTO {CheckInLog._meta.db_table} ({_AUDIT_COLUMNS})
-            SELECT id, NULL, {_AUDIT_VALUES}, event_id, %(scan_id)s
-            FROM {simple}
-        ){webhook}, now_shown AS (
-            SELECT * FROM shown
             UNION ALL
-            SELECT {ticket_columns} FROM found
-            WHERE found.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM shown)
-        )
-        SELECT f.gate_event_title, f.gate_event_status, f.gate_order_status, {verdicts},
-            EXISTS (SELECT 1 FROM {simple}), {head}
+            SELECT {select_list(Ticket, "found")} FROM found
+            WHERE found.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM simple_admitted)
+              AND NOT EXISTS (SELECT 1 FROM target)
+        ), {_audit("simple_admitted")}{webhook}
+        SELECT {_verdicts("f")}, EXISTS (SELECT 1 FROM simple_admitted), {_types_head()}
             {ticket_output_columns(ticket="s", ticket_type="tt")}
         FROM found AS f
-        LEFT JOIN now_shown AS s ON true
+        LEFT JOIN shown AS s ON true
         LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = s.ticket_type_id
     """
+
+
+@functools.cache
+def refusal_sql(key_column: str = "id") -> str:
+    """Why the untyped statement admitted nothing: the row `HEAD` describes (its admitted flag
+    false), the ticket as it is; no row when the organizer has no such event. Reads only."""
+    key = ticket_key_column(key_column)
+    return f"""
+        WITH {_found(key)}
+        SELECT {_verdicts("f")}, false, {ticket_output_columns(ticket="f", ticket_type="tt")}
+        FROM found AS f LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = f.ticket_type_id
+    """
+
+
+def _verdicts(found: str) -> str:
+    names = [f"gate_rule_{n}" for n in range(len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN))]
+    return ", ".join(
+        f"{found}.{name}"
+        for name in ("gate_event_title", "gate_event_status", "gate_order_status", *names)
+    )
+
+
+def _audit(admitted: str) -> str:
+    """The audit row of a simple-mode admission."""
+    return f"""audit AS (
+            INSERT INTO {CheckInLog._meta.db_table} ({_AUDIT_COLUMNS})
+            SELECT id, NULL, {_AUDIT_VALUES}, event_id, %(scan_id)s
+            FROM {admitted}
+        )"""
