@@ -24,7 +24,7 @@ from bench.topology import (
 def main() -> int:
     parser = argparse.ArgumentParser(description="deploy/topology, checked or measured")
     parser.add_argument("--check", action="store_true", help="the scripted check only")
-    parser.add_argument("--quota", type=int, default=40, help="%% of a core per app host")
+    parser.add_argument("--quota", type=int, default=25, help="%% of a core per app host")
     parser.add_argument("--seconds", type=float, default=10, help="per scan measurement")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--pages", type=int, default=1000, help="sync pages per measurement")
@@ -167,9 +167,72 @@ def primary_cpu_for_pages(topology, data, pages: int) -> tuple[float, dict]:
     return spent, dict(walker.routes)
 
 
+def app_pids(topology: Topology) -> list[int]:
+    """The gunicorn workers of both app hosts (the masters' children)."""
+    masters = (Path(topology.env["TOPOLOGY_DIR"]) / "pids").read_text().split()[0::2]
+    pids = []
+    for master in masters:
+        children = Path(f"/proc/{master}/task/{master}/children")
+        pids += [int(pid) for pid in children.read_text().split()] if children.exists() else []
+    return pids
+
+
+def replica_pids(topology: Topology) -> list[int]:
+    from bench.topology import DATABASE
+
+    sql = f"SELECT array_agg(pid) FROM pg_stat_activity WHERE datname = '{DATABASE}'"
+    return topology.replica_sql(sql)[0] or []
+
+
+def costs(topology: Topology, data, tickets, count: int) -> None:
+    """CPU milliseconds per request of each kind, on the app servers, PgBouncer, the primary and
+    the replica: `count` requests of each, one at a time, through the balancer."""
+    from django.db.models import F
+
+    from events.models import TicketType
+    from organizers.models import Membership
+    from tickets.models import Ticket
+
+    type_id = Ticket.objects.get(pk=data.ticket_ids[0]).ticket_type_id
+    Membership.objects.filter(organizer_id=data.organizer_id).update(role="admin")  # creates
+    TicketType.objects.filter(pk=type_id).update(quantity=F("quantity") + count)
+    pgbouncer = Path(topology.env["TOPOLOGY_DIR"]) / "pgbouncer" / "pgbouncer.pid"
+    groups = {
+        "app": lambda: app_pids(topology),
+        "pgbouncer": lambda: [int(pgbouncer.read_text())],
+        "primary": primary_pids,
+        "replica": lambda: replica_pids(topology),
+    }
+    path, token = data.event_path, data.gate_tokens[0]
+    reader = data.gate_tokens[-1]  # never writes: its reads may use the replica
+    create = {"ticket_type_id": type_id, "firstname": "Bench", "lastname": "Holder",
+              "email": "holder@bench.example", "phone": "+66812345678"}  # fmt: skip
+    kinds = {
+        "scan": lambda: ("POST", data.checkin_path(next(tickets)), token, {}),
+        "sync page (100)": lambda: ("GET", f"{path}/tickets/sync?limit=100", reader, None),
+        "stats": lambda: ("GET", f"{path}/check_in_stats", reader, None),
+        "list": lambda: ("GET", f"{path}/tickets", reader, None),
+        "create": lambda: ("POST", f"{path}/tickets", data.gate_tokens[1], create),
+    }
+    print(f"CPU ms per request ({count} of each, one at a time):", flush=True)
+    for kind, request in kinds.items():
+        before = {name: cpu_seconds(pids()) for name, pids in groups.items()}
+        statuses = set()
+        for _ in range(count):
+            method, url, caller, body = request()
+            statuses.add(call(topology.balancer, method, url, caller, body)[0])
+        spent = {}
+        for name, pids in groups.items():
+            after = cpu_seconds(pids())
+            delta = sum(t - before[name].get(pid, 0.0) for pid, t in after.items())
+            spent[name] = f"{delta * 1000 / count:.2f}"
+        print(f"  {kind:16} {spent} statuses {sorted(statuses)}", flush=True)
+
+
 def measure(topology: Topology, args) -> int:
     data = seed(topology, tickets=20_000, gates=args.clients)
     tickets = iter(data.ticket_ids)
+    costs(topology, data, tickets, count=200)
     first, _ = topology.hosts
     call(first, "GET", f"{data.event_path}/check_in_stats", data.gate_tokens[0])  # warm up
     one, bad_one = scans_per_second([first], data, tickets, args.clients, args.seconds)

@@ -1,6 +1,6 @@
 import functools
 
-from django.db import connection
+from django.db import connections, router
 from django.db.models import Count, OuterRef, Prefetch, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -18,6 +18,7 @@ def event_get_for_organizer(*, organizer_id: int, event_id: int) -> Event:
     Raises: NotFound.
     """
     if isinstance(event_id, int) and 1 <= event_id <= INT32_MAX:
+        connection = connections[router.db_for_read(Event)]  # a replica on replica routes
         with connection.cursor() as cursor:
             cursor.execute(_event_of_organizer_sql(), [event_id, organizer_id])
             row = cursor.fetchone()

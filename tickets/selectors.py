@@ -2,7 +2,7 @@
 
 import functools
 
-from django.db import connection
+from django.db import connections, router
 from django.db.models import (
     Exists,
     OuterRef,
@@ -28,6 +28,12 @@ from .models import Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAns
 # Where the selectors leave a ticket's form answers for `TicketSerializer`: a plain list (as
 # `Prefetch(to_attr=...)` does), so a page of tickets costs no queryset per ticket.
 FORM_ANSWERS = "form_answer_list"
+
+
+def _reading():
+    """The database this request reads tickets from: a replica on the routes that allow one
+    (ticketing.db_routing), else the primary."""
+    return connections[router.db_for_read(Ticket)]
 
 
 def _form_answers_prefetch() -> Prefetch:
@@ -114,6 +120,7 @@ def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> list[Tick
             WHERE event_id = %s ORDER BY id LIMIT %s OFFSET %s
         )
         ORDER BY t.id"""
+    connection = _reading()
     with connection.cursor() as cursor:
         cursor.execute(sql, [event_id, per_page, offset])
         rows = cursor.fetchall()
@@ -122,6 +129,7 @@ def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> list[Tick
 
 def event_ticket_count(*, event_id: int) -> int:
     """How many tickets the event has (read from its index alone)."""
+    connection = _reading()
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT COUNT(*) FROM {Ticket._meta.db_table} WHERE event_id = %s", [event_id]
@@ -164,6 +172,7 @@ def event_ticket_find(
         column, value = "nfc_uid", nfc_uid
     else:
         column, value = "id", ticket_id
+    connection = _reading()
     with connection.cursor() as cursor:
         cursor.execute(_event_ticket_sql(column), [event_id, organizer_id, value])
         row = cursor.fetchone()
@@ -352,6 +361,7 @@ def _caller_ticket(
     sql = f"""SELECT {ticket_output_columns(ticket="t", ticket_type="tt")}
         FROM {tables["Ticket"]} AS t JOIN {tables["TicketType"]} AS tt ON tt.id = t.ticket_type_id
         WHERE {" AND ".join(conditions)} LIMIT 1"""
+    connection = _reading()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return [_ticket_from_row(row, using=connection.alias) for row in cursor.fetchall()]
