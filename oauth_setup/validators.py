@@ -94,21 +94,14 @@ class TicketingOAuth2Validator(OAuth2Validator):
         return client_type != Application.CLIENT_CONFIDENTIAL
 
     def save_bearer_token(self, token, request, *args, **kwargs):
-        try:
-            # One transaction around DOT's, so the lock `_save_rotation` takes on a refresh
-            # token is held until DOT has rotated it.
+        if request.grant_type == "refresh_token":
+            self._save_rotation(token, request, *args, **kwargs)
+        elif request.grant_type == "authorization_code":
             with transaction.atomic(using=router.db_for_write(get_access_token_model())):
-                if request.grant_type == "refresh_token":
-                    self._save_rotation(token, request, *args, **kwargs)
-                else:
-                    super().save_bearer_token(token, request, *args, **kwargs)
-                    if request.grant_type == "authorization_code":
-                        _set_family(token, code_token_family(request.code))
-        except RefusedAfterValidation:
-            # Revoked here, once the transaction has rolled back: inside it, the refusal
-            # would undo the revocation.
-            get_refresh_token_model().revoke_family(getattr(request, "reused_token_family", None))
-            raise
+                super().save_bearer_token(token, request, *args, **kwargs)
+                _set_family(token, code_token_family(request.code))
+        else:
+            super().save_bearer_token(token, request, *args, **kwargs)
         # oauthlib serialises this same dict as the response body; the spec adds `created_at`.
         token["created_at"] = int(timezone.now().timestamp())
 
@@ -178,21 +171,30 @@ class TicketingOAuth2Validator(OAuth2Validator):
 
         DOT locks the token too, but only to rotate it whatever it finds: a token rotated or
         revoked by a request that passed validation at the same time would be rotated again.
-        Locked here first, its state after the other request is seen before DOT runs.
+        Locked here first, in a transaction around DOT's, its state after the other request
+        is seen before DOT runs.
         """
-        previous = getattr(request, "refresh_token_instance", None)
-        if previous is not None:
-            previous = get_refresh_token_model().objects.select_for_update().get(pk=previous.pk)
-            request.refresh_token_instance = previous
-        if previous is None or previous.revoked is None:
-            super().save_bearer_token(token, request, *args, **kwargs)
-        elif _within_grace_period(previous):
-            self._save_refresh_in_grace_period(token, request, previous, *args, **kwargs)
-        else:
-            # Both requests passed validation before either rotated: this one is reuse
-            # that `validate_refresh_token` could not see yet.
-            request.reused_token_family = previous.token_family
-            raise RefusedAfterValidation(request=request)
+        try:
+            with transaction.atomic(using=router.db_for_write(get_access_token_model())):
+                previous = getattr(request, "refresh_token_instance", None)
+                if previous is not None:
+                    RefreshToken = get_refresh_token_model()
+                    previous = RefreshToken.objects.select_for_update().get(pk=previous.pk)
+                    request.refresh_token_instance = previous
+                if previous is None or previous.revoked is None:
+                    super().save_bearer_token(token, request, *args, **kwargs)
+                elif _within_grace_period(previous):
+                    self._save_refresh_in_grace_period(token, request, previous, *args, **kwargs)
+                else:
+                    # Both requests passed validation before either rotated: this one is
+                    # reuse that `validate_refresh_token` could not see yet.
+                    request.reused_token_family = previous.token_family
+                    raise RefusedAfterValidation(request=request)
+        except RefusedAfterValidation:
+            # Revoked here, once the transaction has rolled back: inside it, the refusal
+            # would undo the revocation.
+            get_refresh_token_model().revoke_family(getattr(request, "reused_token_family", None))
+            raise
 
     def _save_refresh_in_grace_period(self, token, request, previous, *args, **kwargs):
         """With the opt-in grace period, a second refresh of a token just rotated: a new pair in
@@ -204,7 +206,8 @@ class TicketingOAuth2Validator(OAuth2Validator):
         the family (`validate_refresh_token`).
         """
         if not get_access_token_model().objects.filter(source_refresh_token=previous).exists():
-            # The family was revoked between validation and this lock.
+            # Revoked, not rotated, between validation and this lock: by the revocation
+            # endpoint, or with its family.
             raise RefusedAfterValidation(request=request)
         request.refresh_token_instance = None  # not `previous`, which DOT would rotate again
         if previous.resource and not request.resource:
