@@ -631,7 +631,8 @@ KNOWN_FOREIGN_SQL = {
     # just rotated by another request gets that request's pair back (blank: tokens are kept
     # only as hashes), one revoked meanwhile gets a new pair. No setting or public hook runs
     # between its lock and its rotation, so this lock is taken first, in one transaction
-    # around DOT's (TicketingOAuth2Validator._save_rotation).
+    # around DOT's (TicketingOAuth2Validator._save_rotation). Pinned by the race tests of
+    # tests/oauth/test_hardening.py and test_token_saving.py.
     ("oauth_setup/validators.py", "RefreshToken.select_for_update"): "DOT's rotation lock",
 }
 
