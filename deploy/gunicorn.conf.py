@@ -90,16 +90,17 @@ def post_worker_init(worker):
     gc.freeze()
 
 
-# /metrics adds up the request counts of every worker (prometheus-client's multiprocess mode):
-# each writes them to files in this directory, which must be set before a worker imports the
-# client, be this server's alone, and start empty. A fresh one per start unless the operator
-# names one (then emptied here); an exited worker's files are merged into the totals.
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ticketing-metrics-")
-
-
 def on_starting(server):
-    for path in Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).glob("*.db"):
+    """/metrics adds up the request counts of every worker (prometheus-client's multiprocess
+    mode): each writes them to files in this directory, which must be set before a worker
+    imports the client (workers inherit the master's environment), be this server's alone, and
+    start empty. A fresh one per start unless the operator names one, emptied here. An exited
+    worker's files stay, so its counts stay in the totals."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ticketing-metrics-")
+        return
+    for path in Path(directory).glob("*.db"):
         path.unlink()
 
 

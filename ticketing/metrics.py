@@ -34,6 +34,8 @@ LATENCY = Histogram(
 # Methods outside these are counted as OTHER, so a client cannot mint series with made-up verbs.
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED = "<unmatched>"
+# Decided once, as prometheus-client decides where its values live when first imported.
+MULTIPROCESS = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
 
 
 def route_of(request) -> str:
@@ -75,7 +77,7 @@ def bearer_token_valid(request) -> bool:
 def scrape_registry() -> CollectorRegistry:
     """The request metrics of every worker of this server (or of this process alone)."""
     registry = CollectorRegistry(auto_describe=False)
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    if MULTIPROCESS:
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(REGISTRY)
