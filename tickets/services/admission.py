@@ -1,26 +1,22 @@
 """A check-in at the gate, by id or by scanned code, decided and recorded in one statement.
 
 On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with the rules of
-`tickets.rules` and records the admission, in simple mode and with check-in types. With
-check-in types it also returns every rule's verdict and the ticket, so a refusal is answered
-from that row; without, the statement is the bare admission (the gate's commonest scan), and a
-refusal (already used, revoked, unpaid, draft event, types required, unknown ticket or event)
-costs one read more (`refusal_sql`): no transaction, no lock. The locked path
+`tickets.rules` and records the admission, in simple mode and with check-in types, and returns
+the ticket as it now is (with types, each requested type's outcome in request order). A
+statement that admitted nothing yields no row; one read (`refusal_sql`: every rule's verdict
+and the ticket, no transaction, no lock) then tells the refusal (already used, revoked, unpaid,
+draft event, types required, unknown ticket or event). The admission carries no verdicts, so
+the gate's commonest scan pays nothing for its refusals. The locked path
 (`gate.ticket_check_in`) answers what the statements could not settle: a concurrent scan
-changed the ticket between what was read and what may be written (the verdicts say yes but
-nothing was admitted), SQLite, or a tag to bind.
+changed the ticket between them (every rule holds, yet nothing was admitted), SQLite, or a tag
+to bind.
 
-The statements are built from the rules, over the aliases they are written for. They find the
-ticket by its key in the organizer's event and read each rule's verdict on it (`found`); the
-admission admits it in simple mode (`simple_admitted`, a conditional UPDATE), and in multiple
-mode locks it (`target`: `FOR UPDATE`, rechecked on the newest row), inserts each requested
-type that meets `TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last word),
-moves the ticket to `used` when it must, and writes the audit rows. Its one row tells the
-service everything it answers with: the verdicts, the per-type outcomes in request order, and
-the ticket as it now is (or, refused, as found).
-
-Data-modifying clauses run whether or not the final SELECT reads them; each writes only from
-what an admission yielded.
+The statements are built from the rules, over the aliases they are written for. The admission
+admits in simple mode (`simple_admitted`, a conditional UPDATE), and in multiple mode locks the
+ticket (`target`: `FOR UPDATE`, rechecked on the newest row), inserts each requested type that
+meets `TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last word), moves the
+ticket to `used` when it must, and writes the audit rows. Data-modifying clauses run whether or
+not the final SELECT reads them; each writes only from what an admission yielded.
 """
 
 from __future__ import annotations
@@ -110,28 +106,40 @@ def admit(
     with connection.cursor() as cursor:
         cursor.execute(admit_sql(key.column, publish=publish, typed=bool(type_ids)), params)
         row = cursor.fetchone()
-        if not type_ids:
-            if row is not None:
-                ticket = ticket_from_output_row(row, using=connection.alias)
-                return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
-            cursor.execute(refusal_sql(key.column), params)
-            row = cursor.fetchone()
+        if row is not None:
+            return _admitted(row, alias=connection.alias, typed=bool(type_ids), at=at)
+        cursor.execute(refusal_sql(key.column), params)
+        row = cursor.fetchone()
     if row is None:
         raise NotFound("Event not found.")
-    head = HEAD + (TYPES_HEAD if type_ids else 0)
-    if row[head] is None:  # the ticket's id: no ticket by this key in the event
+    if row[HEAD] is None:  # the ticket's id: no ticket by this key in the event
         raise NotFound("Ticket not found.")
-    ticket = ticket_from_output_row(row[head:], using=connection.alias)
-    if row[HEAD - 1]:  # admitted in simple mode
+    ticket = ticket_from_output_row(row[HEAD:], using=connection.alias)
+    _refuse(row, ticket, alias=connection.alias, event_id=event_id, typed=bool(type_ids))
+    return None  # every rule held as read, yet nothing was admitted: a concurrent scan won
+
+
+def _admitted(row, *, alias: str, typed: bool, at: datetime) -> GateResult:
+    """The result of an admission statement that yielded a row: it admitted the ticket
+    (simple mode) or locked it and decided each requested type."""
+    if not typed:
+        ticket = ticket_from_output_row(row, using=alias)
         return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
-    return _decided(
-        row, ticket, alias=connection.alias, event_id=event_id, at=at, typed=bool(type_ids)
-    )
+    ticket = ticket_from_output_row(row[TYPED_HEAD:], using=alias)
+    simple, type_ids, names, admitted_at, broken, inserted = row[:TYPED_HEAD]
+    if simple:
+        return GateResult(ticket=ticket, check_in_results=[], renew_results=[])
+    results = _type_results(ticket, type_ids, names, admitted_at, broken, set(inserted), at)
+    return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
 
 
-def _decided(row, ticket: Ticket, *, alias: str, event_id: int, at: datetime, typed: bool):
-    """What the verdicts say of a ticket the statement did not admit in simple mode."""
-    title, event_status, order_status, *verdicts = row[: HEAD - 1]
+def _refuse(row, ticket: Ticket, *, alias: str, event_id: int, typed: bool) -> None:
+    """Raise the refusal the verdicts of `refusal_sql` tell, with the ticket as read; return
+    if every rule held (the ticket changed between the statements).
+
+    Raises: the rules' errors, CheckInTypeRequired.
+    """
+    title, event_status, order_status, *verdicts = row[:HEAD]
     event = Event.from_db(alias, ["id", "title", "status"], [event_id, title, event_status])
     ticket.order = Order.from_db(alias, ["id", "status"], [ticket.order_id, order_status])
     simple = verdicts[len(ADMISSIBLE)]
@@ -141,15 +149,8 @@ def _decided(row, ticket: Ticket, *, alias: str, event_id: int, at: datetime, ty
     for rule, held in zip(rules, holds, strict=True):
         if not held:
             raise rule.error(rule.message(ticket, event), ticket=ticket)
-    if simple:
-        return None  # every rule held as read, yet not admitted: a concurrent scan won
-    if not typed:
+    if not simple and not typed:
         raise CheckInTypeRequired(ticket=ticket)
-    locked, type_ids, names, admitted_at, broken, inserted = row[HEAD : HEAD + TYPES_HEAD]
-    if not locked:
-        return None  # the ticket changed before the lock: the locked path tells how
-    results = _type_results(ticket, type_ids, names, admitted_at, broken, set(inserted), at)
-    return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
 
 
 def _type_results(ticket: Ticket, type_ids, names, admitted_at, broken, inserted, at):
@@ -195,12 +196,13 @@ class _TypeAsRead:
 
 
 TICKET = Ticket._meta.db_table
-# What the row holds before the ticket's output columns: the event's title and status, the
-# order's status, each rule's verdict (ADMISSIBLE, SIMPLE_MODE, SIMPLE_CHECK_IN), whether the
-# statement admitted in simple mode; with types, whether it locked the ticket, then per
-# requested type (request order): its id, name, admission time as found, first broken rule.
-HEAD = 3 + len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN) + 1
-TYPES_HEAD = 6
+# What `refusal_sql`'s row holds before the ticket's output columns: the event's title and
+# status, the order's status, and each rule's verdict (ADMISSIBLE, SIMPLE_MODE, SIMPLE_CHECK_IN).
+HEAD = 3 + len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN)
+# What the typed statement's row holds before them: whether it admitted in simple mode, then
+# per requested type (request order) its id, name, admission time as read and first broken
+# rule, and the types it inserted.
+TYPED_HEAD = 6
 
 _AUDIT_COLUMNS = """ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
                 nfc_uid, note, created_at, event_id, scan_id"""
@@ -286,8 +288,7 @@ def _typed(key: str) -> str:
 
 
 def _types_head() -> str:
-    return """EXISTS (SELECT 1 FROM target),
-            ARRAY(SELECT type_id FROM requested ORDER BY ord),
+    return """ARRAY(SELECT type_id FROM requested ORDER BY ord),
             ARRAY(SELECT name FROM requested ORDER BY ord),
             ARRAY(SELECT admitted_at FROM requested ORDER BY ord),
             ARRAY(SELECT broken FROM requested ORDER BY ord),
@@ -301,8 +302,9 @@ def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = Fa
     `ticket.checked_in` for an admission (`ticket_checked_in_sql`).
 
     Untyped, it is the simple-mode admission alone and yields the admitted ticket's output
-    columns, or no row (`refusal_sql` then says why): the gate's commonest scan pays for no
-    verdicts. Typed, it yields the row `HEAD` describes."""
+    columns; typed, the row `TYPED_HEAD` describes, when it admitted the ticket in simple mode
+    or locked it. No row: nothing admitted, and `refusal_sql` says why. Neither pays for the
+    verdicts of a refusal (the planning of the gate's commonest scan)."""
     key = ticket_key_column(key_column)
     webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
     if not typed:
@@ -312,7 +314,7 @@ def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = Fa
         FROM admitted JOIN {TicketType._meta.db_table} AS tt ON tt.id = admitted.ticket_type_id
     """
     return f"""
-        WITH {_found(key)}, {_simple_admitted(key, "simple_admitted")}, {_typed(key)},
+        WITH {_simple_admitted(key, "simple_admitted")}, {_typed(key)},
         admitted AS (
             SELECT * FROM simple_admitted
             UNION ALL
@@ -321,27 +323,21 @@ def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = Fa
             SELECT * FROM simple_admitted
             UNION ALL
             SELECT * FROM typed_ticket
-            UNION ALL
-            SELECT {select_list(Ticket, "found")} FROM found
-            WHERE found.id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM simple_admitted)
-              AND NOT EXISTS (SELECT 1 FROM target)
         ), {_audit("simple_admitted")}{webhook}
-        SELECT {_verdicts("f")}, EXISTS (SELECT 1 FROM simple_admitted), {_types_head()}
+        SELECT EXISTS (SELECT 1 FROM simple_admitted), {_types_head()}
             {ticket_output_columns(ticket="s", ticket_type="tt")}
-        FROM found AS f
-        LEFT JOIN shown AS s ON true
-        LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = s.ticket_type_id
+        FROM shown AS s JOIN {TicketType._meta.db_table} AS tt ON tt.id = s.ticket_type_id
     """
 
 
 @functools.cache
 def refusal_sql(key_column: str = "id") -> str:
-    """Why the untyped statement admitted nothing: the row `HEAD` describes (its admitted flag
-    false), the ticket as it is; no row when the organizer has no such event. Reads only."""
+    """Why the admission statement yielded no row: the row `HEAD` describes, the ticket as it
+    is now; no row when the organizer has no such event. Reads only."""
     key = ticket_key_column(key_column)
     return f"""
         WITH {_found(key)}
-        SELECT {_verdicts("f")}, false, {ticket_output_columns(ticket="f", ticket_type="tt")}
+        SELECT {_verdicts("f")}, {ticket_output_columns(ticket="f", ticket_type="tt")}
         FROM found AS f LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = f.ticket_type_id
     """
 
