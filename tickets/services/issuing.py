@@ -9,6 +9,7 @@ answers with the winner's ticket.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from dataclasses import dataclass, field
@@ -157,11 +158,7 @@ def ticket_create(
     """
     holder = holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone)
     external_id = (external_id or "").strip() or None
-    if reference_code is not None:
-        try:
-            reference_code = reference_code_validate(reference_code)
-        except ValueError as exc:
-            raise InvalidParameters(str(exc), fields={"reference_code": [str(exc)]}) from None
+    reference_code = _chosen_code(reference_code)
     ticket_type = TicketType.objects.filter(event_id=event.pk, pk=ticket_type_id).first()
     if ticket_type is None:
         raise NotFound("Ticket type not found.")
@@ -179,16 +176,53 @@ def ticket_create(
                 return replay(existing)
         raise refusal
 
+    return _issued_or_replayed(
+        event=event,
+        issue=Issue(
+            ticket_type=ticket_type, holder=holder, reference_code="", external_id=external_id
+        ),
+        chosen_code=reference_code,
+        via_api=via_api,
+        notify=not suppress_notifications,
+        replay=replay,
+        actor=actor,
+    )
+
+
+def _chosen_code(reference_code: str | None) -> str | None:
+    """The code as stored, if the client chose one. Raises: InvalidParameters."""
+    if reference_code is None:
+        return None
+    try:
+        return reference_code_validate(reference_code)
+    except ValueError as exc:
+        raise InvalidParameters(str(exc), fields={"reference_code": [str(exc)]}) from None
+
+
+def _issued_or_replayed(
+    *,
+    event: Event,
+    issue: Issue,
+    chosen_code: str | None,
+    via_api: bool,
+    notify: bool,
+    replay,
+    actor: Actor,
+) -> TicketCreateResult:
+    """Insert the ticket (`issue` with the chosen code, or drawn ones until one is free), or
+    answer with the ticket of its `external_id` when the insert finds one (`replay`).
+
+    Raises: DuplicateReferenceCode, DuplicateExternalId (via `replay`), QuotaExceeded.
+    """
+    external_id = issue.external_id
     for _ in range(_REFERENCE_CODE_DRAWS):
         try:
-            issue = Issue(
-                ticket_type=ticket_type,
-                holder=holder,
-                reference_code=reference_code or reference_code_generate(),
-                external_id=external_id,
-            )
+            code = chosen_code or reference_code_generate()
             ticket = _ticket_insert(
-                event=event, issue=issue, via_api=via_api, notify=not suppress_notifications
+                event=event,
+                issue=dataclasses.replace(issue, reference_code=code),
+                via_api=via_api,
+                notify=notify,
             )
         except IntegrityError as exc:
             taken_code = violates(exc, "reference_code")
@@ -201,9 +235,9 @@ def ticket_create(
                 if not taken_code:  # the winner rolled back after all: try again
                     continue
             if taken_code:
-                if reference_code is not None:
+                if chosen_code is not None:
                     raise DuplicateReferenceCode(
-                        f"Reference code {reference_code} is taken in this event."
+                        f"Reference code {chosen_code} is taken in this event."
                     ) from None
                 continue  # a generated code collided: draw another
             raise
