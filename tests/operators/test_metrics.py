@@ -56,7 +56,9 @@ def test_refused_without_the_token(db, settings, header):
     assert b"ticketing_" not in response.content
 
 
-def test_scrape_reports_requests_check_ins_queues_and_webhooks(db, settings):
+def test_scrape_reports_requests_check_ins_queues_and_webhooks(
+    db, settings, django_assert_num_queries
+):
     settings.METRICS_TOKEN = TOKEN
     client = Client()
     event = EventFactory(title="Metrics Fest")
@@ -93,8 +95,12 @@ def test_scrape_reports_requests_check_ins_queues_and_webhooks(db, settings):
     before = scrape(client)
     for _ in range(3):
         assert client.get(f"/t/no-such-token-{event.pk}").status_code == 404
+    for n in range(2):  # paths no route matches share one series
+        assert client.get(f"/no/such/path/{n}").status_code == 404
 
-    found = scrape(client)
+    # One statement each: check-ins, tickets, due tasks, running tasks, deliveries.
+    with django_assert_num_queries(5):
+        found = scrape(client)
 
     label = (("event_id", str(event.pk)),)
     assert found["ticketing_event_check_ins_total", label] == 3
@@ -129,6 +135,13 @@ def test_scrape_reports_requests_check_ins_queues_and_webhooks(db, settings):
         == 1
     )
     assert not [key for key in found if f"no-such-token-{event.pk}" in str(key)]
+    unmatched = (("method", "GET"), ("route", "<unmatched>"), ("status", "404"))
+    assert (
+        found["ticketing_http_requests_total", unmatched]
+        - before.get(("ticketing_http_requests_total", unmatched), 0)
+        == 2
+    )
+    assert not [key for key in found if "no/such/path" in str(key)]
 
 
 @pytest.mark.django_db(transaction=True)
