@@ -33,6 +33,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 DATABASE = "ticketing_topology_bench"
+# The environment the script started with: loading Django here later sets settings of its own.
+START_ENV = dict(os.environ)
 PRIMARY = "postgres://postgres@127.0.0.1:5432"
 WAIT = 60
 
@@ -42,7 +44,7 @@ class Topology:
         self.base = Path(tempfile.mkdtemp(prefix="ticketing-topology-"))
         self.base.chmod(0o755)
         self.env = {
-            **os.environ,
+            **START_ENV,
             "TOPOLOGY_DIR": str(self.base / "stack"),
             "TOPOLOGY_DATABASE": DATABASE,
             "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/7"),

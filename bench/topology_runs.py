@@ -36,11 +36,27 @@ def main() -> int:
     topology = Topology(**settings)
     try:
         topology.up()
-        return check(topology) if args.check else measure(topology, args)
-    finally:
+        if args.check:
+            return check(topology)
+        data, tickets = measure(topology, args)
         from django.db import connections
 
         connections.close_all()
+        topology.down()
+        # The same gate load with the app hosts straight on the primary: PgBouncer's cost.
+        topology = Topology(**settings, TOPOLOGY_POOLER="none", SKIP_MIGRATE="1")
+        topology.up()
+        print("without PgBouncer (app hosts straight to the primary, prepared statements):")
+        costs(topology, data, tickets, count=200, kinds=("scan",))
+        two, bad = scans_per_second(topology.hosts, data, tickets, args.clients, args.seconds)
+        print(f"gate scans/s, 2 hosts, without PgBouncer: {two:.0f}; non-200: {bad}", flush=True)
+        return 0
+    finally:
+        from django.conf import settings as django_settings
+        from django.db import connections
+
+        if django_settings.configured:
+            connections.close_all()
         topology.down()
         drop_database()
 
@@ -184,7 +200,7 @@ def replica_pids(topology: Topology) -> list[int]:
     return topology.replica_sql(sql)[0] or []
 
 
-def costs(topology: Topology, data, tickets, count: int) -> None:
+def costs(topology: Topology, data, tickets, count: int, kinds=None) -> None:
     """CPU milliseconds per request of each kind, on the app servers, PgBouncer, the primary and
     the replica: `count` requests of each, one at a time, through the balancer."""
     from django.db.models import F
@@ -207,7 +223,7 @@ def costs(topology: Topology, data, tickets, count: int) -> None:
     reader = data.gate_tokens[-1]  # never writes: its reads may use the replica
     create = {"ticket_type_id": type_id, "firstname": "Bench", "lastname": "Holder",
               "email": "holder@bench.example", "phone": "+66812345678"}  # fmt: skip
-    kinds = {
+    requests = {
         "scan": lambda: ("POST", data.checkin_path(next(tickets)), token, {}),
         "sync page (100)": lambda: ("GET", f"{path}/tickets/sync?limit=100", reader, None),
         "stats": lambda: ("GET", f"{path}/check_in_stats", reader, None),
@@ -215,7 +231,9 @@ def costs(topology: Topology, data, tickets, count: int) -> None:
         "create": lambda: ("POST", f"{path}/tickets", data.gate_tokens[1], create),
     }
     print(f"CPU ms per request ({count} of each, one at a time):", flush=True)
-    for kind, request in kinds.items():
+    for kind, request in requests.items():
+        if kinds and kind not in kinds:
+            continue
         before = {name: cpu_seconds(pids()) for name, pids in groups.items()}
         statuses = set()
         for _ in range(count):
@@ -229,7 +247,8 @@ def costs(topology: Topology, data, tickets, count: int) -> None:
         print(f"  {kind:16} {spent} statuses {sorted(statuses)}", flush=True)
 
 
-def measure(topology: Topology, args) -> int:
+def measure(topology: Topology, args):
+    """Prints the figures; returns the bench's data and its tickets not scanned yet."""
     data = seed(topology, tickets=20_000, gates=args.clients)
     tickets = iter(data.ticket_ids)
     costs(topology, data, tickets, count=200)
@@ -258,4 +277,4 @@ def measure(topology: Topology, args) -> int:
         "(target >= 80%)",
         flush=True,
     )
-    return 0
+    return data, tickets

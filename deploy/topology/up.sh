@@ -12,6 +12,7 @@
 #   TOPOLOGY_PORT (8080: the balancer), APP_PORT (8000), PGBOUNCER_PORT (6432),
 #   REPLICA_PORT (5433), REDIS_URL (redis://127.0.0.1:6379/7; a Redis is started on port 6390
 #   when none answers there), APP_CPUS (0 1: taskset CPU lists of the two hosts),
+#   TOPOLOGY_POOLER (pgbouncer; none: the app hosts connect to the primary directly),
 #   WEB_CONCURRENCY (2 per app host), PYTHON (.venv/bin/python), APP_CPU_QUOTA (percent of
 #   one core each app host may use, by a cgroup v1 CPU quota; unset: no quota).
 # Any other setting of the service (DATABASE_REPLICA_MAX_LAG_SECONDS, ...) passes through.
@@ -51,6 +52,11 @@ deploy/topology/replica.sh start "$dir/replica" "$replica_port" 5432
 export DJANGO_SETTINGS_MODULE=ticketing.settings.production
 export DATABASE_URL="postgres://postgres@127.0.0.1:$pgbouncer_port/$database"
 export DB_TRANSACTION_POOLER=true
+if [ "${TOPOLOGY_POOLER:-pgbouncer}" = none ]; then
+    # The app hosts straight to the primary (prepared statements on), to compare.
+    export DATABASE_URL="postgres://postgres@127.0.0.1:5432/$database"
+    unset DB_TRANSACTION_POOLER
+fi
 export DATABASE_REPLICA_URLS="postgres://postgres@127.0.0.1:$replica_port/$database"
 export REDIS_URL="$redis_url"
 export SECRET_KEY="${SECRET_KEY:-$("$PYTHON" -c 'import secrets; print(secrets.token_urlsafe(50))')}"
@@ -113,7 +119,7 @@ haproxy -D -f "$dir/haproxy.cfg"
 
 for target in "127.0.0.11:$app_port" "127.0.0.12:$app_port" "127.0.0.1:$balancer_port"; do
     ready=0
-    for _ in $(seq 1 300); do
+    for _ in $(seq 1 600); do
         if curl -sf -o /dev/null "http://$target/healthz"; then ready=1; break; fi
         sleep 0.2
     done
