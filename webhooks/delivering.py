@@ -64,12 +64,33 @@ BACKED_OFF = "endpoint backed off: not sent"
 WAITING_PRIORITY = -10
 
 
+# How long a task whose organizer's endpoints answer waits in its thread for a free slot: those
+# holding them are likely done in a moment (one organizer's burst goes out without gaps).
+SLOT_WAIT_SECONDS = 0.5
+
+
+def _stalled(endpoints: list[WebhookEndpoint]) -> bool:
+    """Whether one of the endpoints stopped answering (as last read)."""
+    return any(e.unanswered_count or e.backoff_until for e in endpoints)
+
+
+def _slots(organizer_id: int, endpoints: list[WebhookEndpoint], want: int):
+    """The organizer's slots for a dispatch's `want` attempts to `endpoints`
+    (`statements.organizer_slots`), waited for a moment only when none of them stopped
+    answering: a task of an organizer whose receivers hang frees its thread at once."""
+    return organizer_slots(
+        organizer_id=organizer_id,
+        want=want,
+        cap=settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER,
+        wait_seconds=0 if _stalled(endpoints) else SLOT_WAIT_SECONDS,
+    )
+
+
 def _later(endpoints: list[WebhookEndpoint]) -> dict:
     """How work whose organizer had no free slot is queued again (`Task.using`). With endpoints
     that answer, a slot is likely free in a moment; with one that stopped answering, about
     when one of the attempts holding them times out. Jittered, so that they spread."""
-    stalled = any(e.unanswered_count or e.backoff_until for e in endpoints)
-    seconds = settings.WEBHOOK_TIMEOUT_SECONDS / 2 if stalled else 0.5
+    seconds = settings.WEBHOOK_TIMEOUT_SECONDS / 2 if _stalled(endpoints) else 0.5
     seconds *= random.uniform(0.5, 1.5)
     return {"priority": WAITING_PRIORITY, "run_after": timezone.now() + timedelta(seconds=seconds)}
 
@@ -106,11 +127,10 @@ def _organizer_dispatch(organizer_id: int, events: list[WebhookEvent]) -> None:
         tasks.webhook_events_dispatch.enqueue(left)
     if not posts:
         return
-    cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
-    with organizer_slots(organizer_id=organizer_id, want=len(posts), cap=cap) as slots:
+    endpoints = [delivery.endpoint for _, _, delivery in posts]
+    with _slots(organizer_id, endpoints, want=len(posts)) as slots:
         if not slots:
-            later = _later([delivery.endpoint for _, _, delivery in posts])
-            tasks.webhook_events_dispatch.using(**later).enqueue(sending)
+            tasks.webhook_events_dispatch.using(**_later(endpoints)).enqueue(sending)
             return
         attempts_record(_send_all(posts, slots=slots))  # logged before the slots are free
 
@@ -163,6 +183,7 @@ def webhook_delivery_attempt(*, delivery_id: int) -> None:
     if not _goes_out(event, delivery, at=timezone.now()):
         attempts_record([_send(event, body, delivery)])  # not sent: no slot needed
         return
+    # Never waited for in the thread: pings and retries are where one organizer's volume is.
     cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
     with organizer_slots(organizer_id=event.organizer_id, want=1, cap=cap) as slots:
         if not slots:

@@ -14,6 +14,7 @@ test to the ORM path it replaces (tests/webhooks/test_statements.py).
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,32 +74,48 @@ def _slot_key(organizer_id: int, slot: int) -> int:
 
 
 @contextmanager
-def organizer_slots(*, organizer_id: int, want: int, cap: int) -> Iterator[int]:
+def organizer_slots(
+    *, organizer_id: int, want: int, cap: int, wait_seconds: float = 0
+) -> Iterator[int]:
     """Take up to `want` of the organizer's `cap` slots for attempts in flight, for the time of
-    the block; yields how many were free (0: come back later). Held by this thread's database
-    connection: a worker that dies frees them with its connection."""
-    want = min(want, cap, 255)
+    the block, waiting up to `wait_seconds` for one to be free; yields how many were taken (0:
+    come back later). Held by this thread's database connection: a worker that dies frees them
+    with its connection."""
+    want, cap = min(want, cap, 255), min(cap, 255)
+    deadline = time.monotonic() + wait_seconds
+    while not (taken := _slots_take(organizer_id, want, cap)) and time.monotonic() < deadline:
+        time.sleep(_SLOT_POLL_SECONDS)
+    try:
+        yield len(taken)
+    finally:
+        _slots_give_back(organizer_id, taken)
+
+
+_SLOT_POLL_SECONDS = 0.05
+
+
+def _slots_take(organizer_id: int, want: int, cap: int) -> list[int]:
     if connection.vendor != "postgresql":
         with _local_lock:
-            taken = max(0, min(want, cap - _local_taken[organizer_id]))
-            _local_taken[organizer_id] += taken
-        try:
-            yield taken
-        finally:
-            with _local_lock:
-                _local_taken[organizer_id] -= taken
-        return
+            free = max(0, min(want, cap - _local_taken[organizer_id]))
+            _local_taken[organizer_id] += free
+        return [0] * free
     keys = []
     with connection.cursor() as cursor:
-        for slot in range(min(cap, 255)):
+        for slot in range(cap):
             if len(keys) == want:
                 break
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [_slot_key(organizer_id, slot)])
             if cursor.fetchone()[0]:
                 keys.append(_slot_key(organizer_id, slot))
-    try:
-        yield len(keys)
-    finally:
-        with connection.cursor() as cursor:
-            for key in keys:
-                cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+    return keys
+
+
+def _slots_give_back(organizer_id: int, keys: list[int]) -> None:
+    if connection.vendor != "postgresql":
+        with _local_lock:
+            _local_taken[organizer_id] -= len(keys)
+        return
+    with connection.cursor() as cursor:
+        for key in keys:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
