@@ -118,6 +118,23 @@ def test_site_url_check_is_a_deployment_check(settings):
     assert [e for e in run_checks() if e.id == "ticketing.E002"] == []
 
 
+@pytest.mark.parametrize(
+    "csrf, refused",
+    [
+        ("ticketing.browser_middleware.CsrfViewMiddleware", False),
+        ("django.middleware.csrf.CsrfViewMiddleware", False),
+        (None, True),
+    ],
+)
+def test_csrf_middleware_check_knows_our_subclass(settings, csrf, refused):
+    """Production silences Django's security.W003, which knows CSRF only by Django's path."""
+    kept = [path for path in settings.MIDDLEWARE if not path.endswith(".CsrfViewMiddleware")]
+    settings.MIDDLEWARE = kept + ([csrf] if csrf else [])
+    settings.SILENCED_SYSTEM_CHECKS = []
+    errors = [e for e in run_checks(include_deployment_checks=True) if e.id == "ticketing.E003"]
+    assert [e.is_serious() for e in errors] == ([True] if refused else [])
+
+
 def test_production_refuses_to_start_without_a_secret_key():
     env = _production_env()
     del env["SECRET_KEY"]

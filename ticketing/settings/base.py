@@ -10,6 +10,7 @@ import dj_database_url
 from django.conf import global_settings
 from django.core.exceptions import ImproperlyConfigured
 
+from . import api, oauth
 from .caches import DEFAULT_BREAKER_SECONDS, DEFAULT_TIMEOUT_MS, redis_caches
 from .env import env_bool, env_int, env_list, env_str
 from .replicas import replica_databases
@@ -290,69 +291,17 @@ METRICS_EVENT_GRACE_HOURS = env_int("METRICS_EVENT_GRACE_HOURS", 24)
 
 # --- Public API -----------------------------------------------------------------------------
 
-REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["oauth_setup.authentication.OAuth2TokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["ticketing.api.permissions.HasValidToken"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": [
-        "rest_framework.parsers.FormParser",
-        "rest_framework.parsers.MultiPartParser",
-        "rest_framework.parsers.JSONParser",
-    ],
-    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_PAGINATION_CLASS": "ticketing.api.pagination.PagePagination",
-    "DEFAULT_THROTTLE_CLASSES": ["ticketing.api.throttling.TokenRateThrottle"],
-    "EXCEPTION_HANDLER": "ticketing.api.exception_handler.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "ticketing.api.openapi.ApiAutoSchema",
-    "UNAUTHENTICATED_USER": None,
-    "DATETIME_FORMAT": "iso-8601",
-    "COERCE_DECIMAL_TO_STRING": True,
-}
-
-SPECTACULAR_SETTINGS = {
-    "TITLE": "Event Ticketing Public API",
-    "DESCRIPTION": "Events, tickets, orders and check-in for organizers and their integrations.",
-    "VERSION": "0.1.0",
-    "SERVE_INCLUDE_SCHEMA": False,
-    "SCHEMA_PATH_PREFIX": "/api/public",
-    "COMPONENT_SPLIT_REQUEST": True,
-    "PREPROCESSING_HOOKS": ["ticketing.api.openapi.public_api_only"],
-    "POSTPROCESSING_HOOKS": [
-        "drf_spectacular.hooks.postprocess_schema_enums",
-        "webhooks.openapi.webhooks_described",
-        "ticketing.api.openapi.int32_integers",
-    ],
-    "ENUM_NAME_OVERRIDES": {
-        "EventStatusEnum": "events.models.Event.Status",
-        "TicketStatusEnum": "tickets.models.Ticket.Status",
-        "TicketKindEnum": "tickets.models.Ticket.Kind",
-        "TicketTypeStatusEnum": ["on_sale", "hidden", "closed", "sold_out"],
-        "OrderStatusEnum": "tickets.models.Order.Status",
-        "SuccessTrueEnum": [(True, True)],
-        "SuccessFalseEnum": [(False, False)],
-    },
-    "TAGS": [
-        {"name": "Service", "description": "Version and status."},
-        {"name": "User", "description": "The authenticated user."},
-        {"name": "Organizers", "description": "Organizers the caller may act for."},
-        {"name": "Events", "description": "An organizer's events, ticket types, check-in types."},
-        {"name": "Tickets", "description": "Ticket lists, searches and creation."},
-        {"name": "Check-in", "description": "Check-in, renew (undo) and invalidate at the gate."},
-        {"name": "Orders", "description": "The user's orders."},
-        {"name": "Webhooks", "description": "An organizer's webhook endpoints (owners, admins)."},
-    ],
-    "SERVE_AUTHENTICATION": [],
-    "SERVE_PERMISSIONS": ["ticketing.api.permissions.AllowAnyone"],
-    # The docs' Authorize: authorization code with PKCE (S256) against /oauth/authorize and
-    # /oauth/token, back to /api/public/docs/oauth2-redirect.html (ticketing.api.schema_urls).
-    "SWAGGER_UI_OAUTH2_CONFIG": {"usePkceWithAuthorizationCodeGrant": True},
-}
+REST_FRAMEWORK = api.REST_FRAMEWORK
+SPECTACULAR_SETTINGS = api.SPECTACULAR_SETTINGS
 
 # Requests per minute per token on every API endpoint but /me (CONTRACT §9).
 API_RATE_LIMIT = env_str("API_RATE_LIMIT", "1200/m")
 # Batch uploads of scans (CONTRACT §11) one organizer may have running at once; each scan counts
 # as one request against API_RATE_LIMIT.
 BATCH_UPLOADS_PER_ORGANIZER = env_int("BATCH_UPLOADS_PER_ORGANIZER", 2)
+# ...and one app server (machine or container, by host name) across organizers: uploads never
+# take more than this share of its workers, so online scans always find one free (issue 28).
+BATCH_UPLOADS_PER_SERVER = env_int("BATCH_UPLOADS_PER_SERVER", 1)
 ME_RATE_LIMIT = env_str("ME_RATE_LIMIT", "10/m")
 TOKEN_RATE_LIMIT = env_str("TOKEN_RATE_LIMIT", "30/m")
 # Failed credential checks before 429 until the window ends (oauth_setup.throttling): client
@@ -383,48 +332,7 @@ SITE_URL = (
 # --- OAuth 2.0 (django-oauth-toolkit) -------------------------------------------------------
 
 OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth_setup.Application"
-OAUTH2_PROVIDER = {
-    "SCOPES": {
-        "public": "Your profile, and your own tickets and orders",
-        "organizer": "All orders and tickets of the events of organizers you belong to",
-    },
-    "DEFAULT_SCOPES": ["public"],
-    "ACCESS_TOKEN_EXPIRE_SECONDS": 7200,
-    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
-    "ROTATE_REFRESH_TOKEN": True,
-    "REFRESH_TOKEN_REUSE_PROTECTION": True,
-    # A used refresh token presented again is reuse, however soon: refused, and its family
-    # revoked (CONTRACT §4), so a stolen copy is caught. Opt-in, a second refresh within this
-    # many seconds gets its own pair instead (oauth_setup.validators; DOT's check E001), for
-    # clients that refresh in parallel or retry a lost answer, at the price of not detecting
-    # a thief who uses the token within the window (deploy/README.md).
-    "REFRESH_TOKEN_GRACE_PERIOD_SECONDS": env_int("REFRESH_TOKEN_GRACE_SECONDS", 0),
-    "REFRESH_TOKEN_EXPIRE_SECONDS": 60 * 60 * 24 * 30,
-    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
-    "OAUTH2_SERVER_CLASS": "oauth_setup.server.TicketingServer",
-    "OAUTH2_VALIDATOR_CLASS": "oauth_setup.validators.TicketingOAuth2Validator",
-    # Client secrets are generated: a slow password hash guards nothing and costs every
-    # client-credentials token most of a second of CPU (oauth_setup.hashers).
-    "CLIENT_SECRET_HASHER": "client_secret_pbkdf2_sha256",
-    # PKCE is required of public clients only: TicketingOAuth2Validator.is_pkce_required.
-    "PKCE_REQUIRED": True,
-    # OAuth 2.0 Security BCP (RFC 9700): no implicit or password grant, PKCE only as S256,
-    # `iss` on authorization responses (RFC 9207), tokens kept only as hashes at rest.
-    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
-    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
-    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
-    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
-    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
-    "ALLOWED_SCHEMES": ["http", "https"],
-    # RFC 8414 metadata: what oauth_setup.server offers.
-    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
-    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "client_credentials", "refresh_token"],
-    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": [
-        "client_secret_basic",
-        "client_secret_post",
-        "none",  # public clients, with PKCE
-    ],
-}
+OAUTH2_PROVIDER = oauth.OAUTH2_PROVIDER
 
 # --- Logging --------------------------------------------------------------------------------
 
