@@ -75,6 +75,13 @@ def parse_args():
     parser.add_argument("--gates", type=int, default=4, help="wrk connections at the gates.")
     parser.add_argument("--creations", type=int, default=20, help="A's tickets per phase.")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
+    parser.add_argument(
+        "--worker-class", default="", help="gunicorn worker class (default: deploy's)."
+    )
+    parser.add_argument("--threads", type=int, default=0, help="gunicorn threads per worker.")
+    parser.add_argument(
+        "--only-uploads", action="store_true", help="Parts 1 and 2 alone (uploads and gates)."
+    )
     parser.add_argument("--keep-db", action="store_true")
     return parser.parse_args()
 
@@ -342,6 +349,10 @@ def main() -> int:
         EMAIL_PORT=str(answering.port),
         EMAIL_USE_TLS="false",
     )
+    if args.worker_class:
+        shared["GUNICORN_WORKER_CLASS"] = args.worker_class
+    if args.threads:
+        shared["GUNICORN_THREADS"] = str(args.threads)
     bench_url, env = own_database("isolation_bench", **shared)
     s = seed_all(args)
     server = Gunicorn(port=port, env=env, workers=args.workers, name="isolation-bench").start()
@@ -357,6 +368,8 @@ def main() -> int:
                 call("GET", port, "/api/public/organizers", token=token)
         upload_times = uploads(port, s)
         quiet, busy, stats = gates_with_uploads(port, s, args.seconds, args.gates, pids)
+        if args.only_uploads:
+            return report(args, upload_times, quiet, busy, stats, None, None, None)
         api(
             "POST",
             port,

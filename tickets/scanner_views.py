@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from events.selectors import event_get_for_organizer
 from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
-from ticketing.api.throttling import charge_request, concurrency_slot
+from ticketing.api.throttling import charge_request, upload_slots
 
 from .gate_types import TicketKey
 from .inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
@@ -98,7 +98,8 @@ class CheckInBatchView(APIView):
             "larger than what remains of the budget is refused whole: 429 `rate_limited`, "
             "nothing applied; send it again after `Retry-After` seconds, or in smaller parts. "
             f"At most {settings.BATCH_UPLOADS_PER_ORGANIZER} uploads of one organizer are "
-            "processed at a time; one more is refused the same way (429 `rate_limited` with "
+            "processed at a time, and a server processes only a few uploads at a time whoever "
+            "sends them; one more is refused the same way (429 `rate_limited` with "
             "`Retry-After`, nothing applied). A refused upload may be sent again as it was: "
             "its scans were not applied."
         ),
@@ -116,11 +117,8 @@ class CheckInBatchView(APIView):
         scans = [_scan(scan) for scan in upload.validated_data["scans"]]
         # Refused before any work (CONTRACT §9): the slot first, so a refused upload spends
         # no scans of the budget.
-        with concurrency_slot(
-            f"batch-upload:{request.organizer_id}",
-            limit=settings.BATCH_UPLOADS_PER_ORGANIZER,
-            seconds=_UPLOAD_SLOT_SECONDS,
-            retry_after=_UPLOAD_RETRY_AFTER,
+        with upload_slots(
+            request.organizer_id, seconds=_UPLOAD_SLOT_SECONDS, retry_after=_UPLOAD_RETRY_AFTER
         ):
             charge_request(request, len(scans))
             outcomes = scans_apply(

@@ -87,7 +87,7 @@ def test_batch_limits_fail_open_when_the_cache_does_not_answer(
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-@override_settings(BATCH_UPLOADS_PER_ORGANIZER=2)
+@override_settings(BATCH_UPLOADS_PER_ORGANIZER=2, BATCH_UPLOADS_PER_SERVER=3)
 def test_batch_third_concurrent_upload_of_an_organizer_is_refused(client, event, ticket_type):
     first, second, third = (TicketFactory(event=event, ticket_type=ticket_type) for _ in range(3))
 

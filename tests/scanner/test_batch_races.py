@@ -18,7 +18,9 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 
 # Six at once, within the API limit: the race is what is tested, not the limits (CONTRACT §9).
-@override_settings(BATCH_UPLOADS_PER_ORGANIZER=6, API_RATE_LIMIT="100000/m")
+@override_settings(
+    BATCH_UPLOADS_PER_ORGANIZER=6, BATCH_UPLOADS_PER_SERVER=6, API_RATE_LIMIT="100000/m"
+)
 def test_batch_six_racing_uploads_of_500_scans_apply_each_once(client, event, ticket_type):
     order = OrderFactory(event=event)
     Ticket.objects.bulk_create(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+import socket
 import time
 import zlib
 from collections.abc import Iterator, Sequence
@@ -196,6 +197,32 @@ def concurrency_slot(name: str, *, limit: int, seconds: int, retry_after: int) -
     finally:
         if slot is not None:
             _slot_give_back(cache, slot, holder=holder)
+
+
+@contextmanager
+def upload_slots(organizer_id: int, *, seconds: int, retry_after: int) -> Iterator[None]:
+    """Run a batch upload in a slot of its organizer (BATCH_UPLOADS_PER_ORGANIZER) and one of
+    this app server (BATCH_UPLOADS_PER_SERVER, across organizers), or refuse it (RateLimited).
+
+    The organizer's cap keeps one organizer from taking every upload slot; the server's keeps
+    uploads, which hold a worker for a second or more, from taking every worker, so online
+    scans never queue behind them. The server is its host name: one per machine or container.
+    """
+    with (
+        concurrency_slot(
+            f"batch-upload:{organizer_id}",
+            limit=settings.BATCH_UPLOADS_PER_ORGANIZER,
+            seconds=seconds,
+            retry_after=retry_after,
+        ),
+        concurrency_slot(
+            f"batch-upload-server:{socket.gethostname()}",
+            limit=settings.BATCH_UPLOADS_PER_SERVER,
+            seconds=seconds,
+            retry_after=retry_after,
+        ),
+    ):
+        yield
 
 
 def _slot_take(cache, name: str, *, limit: int, holder: str, seconds: int) -> str | bool | None:
