@@ -36,7 +36,7 @@ DATABASE = "ticketing_topology_bench"
 # The environment the script started with: loading Django here later sets settings of its own.
 START_ENV = dict(os.environ)
 PRIMARY = "postgres://postgres@127.0.0.1:5432"
-WAIT = 60
+WAIT = 180
 
 
 class Topology:
