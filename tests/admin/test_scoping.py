@@ -207,6 +207,7 @@ def test_staff_role_has_operating_actions_only(staff_client, admin_client_a, wor
         "revoke",
         "resend_email",
         "export_csv",
+        "export_xlsx",
     }
     assert staff_order_page.context["action_form"] is None
     assert admin_order_actions == {"", "cancel_orders"}

@@ -9,7 +9,10 @@ from ..models import Ticket
 
 def email_delivery(ticket: Ticket) -> str:
     """What Django's mail backend answered for the latest attempt, with when and to whom."""
-    record = TicketEmail.objects.filter(ticket=ticket).first()
+    try:
+        record = ticket.email_status  # selected with the ticket (`TicketAdmin.get_queryset`)
+    except TicketEmail.DoesNotExist:
+        record = None
     if record is None:
         return "Not sent yet" if ticket.email else "No email address: nothing to send"
     when = formats.localize(timezone.localtime(record.at))

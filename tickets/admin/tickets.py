@@ -147,7 +147,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
         return (
             super()
             .get_queryset(request)
-            .select_related("event", "ticket_type__event", "order", "holder")
+            .select_related("event", "ticket_type__event", "order", "holder", "email_status")
         )
 
     def get_search_results(self, request, queryset, search_term):
