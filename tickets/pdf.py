@@ -9,12 +9,12 @@ and on any printer. Nothing is fetched but the font files and the inline image.
 """
 
 import base64
+import functools
 from collections.abc import Iterable
 from pathlib import Path
 
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
-from weasyprint import HTML, URLFetcher
 
 from .event_times import event_when
 from .models import Ticket
@@ -24,13 +24,20 @@ FONTS = Path(__file__).parent / "fonts"
 _ALLOWED_FILES = tuple(path.as_uri() for path in (FONTS / "Loma.ttf", FONTS / "Loma-Bold.ttf"))
 
 
-class _OwnFilesOnly(URLFetcher):
-    """The template's own font files and `data:` images; any other URL is refused."""
+@functools.cache
+def _own_files_only() -> type:
+    """A WeasyPrint URL fetcher of the template's own font files and `data:` images; any other
+    URL is refused. WeasyPrint takes most of a second to import: only a process that draws a
+    PDF pays for it, not every `manage.py` command or worker start."""
+    from weasyprint import URLFetcher
 
-    def fetch(self, url, headers=None):
-        if url in _ALLOWED_FILES or url.startswith("data:"):
-            return super().fetch(url, headers)
-        raise ValueError(f"not fetched: {url}")
+    class OwnFilesOnly(URLFetcher):
+        def fetch(self, url, headers=None):
+            if url in _ALLOWED_FILES or url.startswith("data:"):
+                return super().fetch(url, headers)
+            raise ValueError(f"not fetched: {url}")
+
+    return OwnFilesOnly
 
 
 def _entry(ticket: Ticket) -> dict:
@@ -61,4 +68,6 @@ def tickets_pdf(tickets: Iterable[Ticket], *, language: str) -> bytes:
                 "font_bold": _ALLOWED_FILES[1],
             },
         )
-    return HTML(string=html, url_fetcher=_OwnFilesOnly()).write_pdf()
+    from weasyprint import HTML
+
+    return HTML(string=html, url_fetcher=_own_files_only()()).write_pdf()
