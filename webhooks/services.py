@@ -9,7 +9,7 @@ the statement itself (`statements.event_insert_sql`, values `webhook_event_inser
 the rows it changed; the dispatch renders the event's data from them.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -93,8 +93,15 @@ def _envelope(
 def _event_create(
     *, organizer_id: int, event_id: int | None, type: str, data, dispatched: bool = False
 ) -> WebhookEvent:
-    event = WebhookEvent(organizer_id=organizer_id, type=type)
+    event = _event_built(organizer_id=organizer_id, event_id=event_id, type=type, data=data)
     event.dispatched_at = event.created_at if dispatched else None
+    event.save(force_insert=True)
+    return event
+
+
+def _event_built(*, organizer_id: int, event_id: int | None, type: str, data) -> WebhookEvent:
+    """An event not yet saved, in the outbox (`dispatched_at` empty), with its envelope."""
+    event = WebhookEvent(organizer_id=organizer_id, type=type)
     event.payload = _envelope(
         id=event.id,
         type=type,
@@ -103,7 +110,6 @@ def _event_create(
         event_id=event_id,
         data=data,
     )
-    event.save(force_insert=True)
     return event
 
 
@@ -140,6 +146,23 @@ def webhook_event_record(
         type=type,
         data=data() if callable(data) else data,
     )
+
+
+def webhook_events_record(
+    *, organizer_id: int, event_id: int | None, type: str, datas: Iterable[dict]
+) -> int:
+    """`webhook_event_record` for many changes of one kind at once (an import): asked once
+    whether some endpoint wants `type`, written in a few INSERTs. `datas` is read only
+    if so. Returns how many events were recorded."""
+    assert type in EVENT_TYPES, type
+    if not webhook_wants(organizer_id=organizer_id, type=type):
+        return 0
+    events = [
+        _event_built(organizer_id=organizer_id, event_id=event_id, type=type, data=data)
+        for data in datas
+    ]
+    WebhookEvent.objects.bulk_create(events, batch_size=1000)
+    return len(events)
 
 
 @transaction.atomic

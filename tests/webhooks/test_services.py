@@ -16,7 +16,7 @@ from webhooks.delivering import (
 )
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.outcomes import retry_delay
-from webhooks.services import webhook_event_record, webhook_wants
+from webhooks.services import webhook_event_record, webhook_events_record, webhook_wants
 
 from .helpers import endpoint_for
 
@@ -96,6 +96,40 @@ def test_event_record_without_endpoints_costs_one_query_and_builds_nothing(
 
     assert result is None
     assert not WebhookEvent.objects.exists() and not DBTaskResult.objects.exists()
+
+
+def test_events_record_writes_a_batch_in_a_few_inserts(organizer, django_assert_max_num_queries):
+    WebhookEndpointFactory(organizer=organizer)
+    webhook_wants(organizer_id=organizer.id, type="ticket.created")
+    datas = [{"ticket": {"id": n}} for n in range(1, 1201)]
+
+    # PostgreSQL: one INSERT per thousand; SQLite binds fewer values per statement (about 100 rows).
+    with transaction.atomic(), django_assert_max_num_queries(12):
+        count = webhook_events_record(
+            organizer_id=organizer.id, event_id=7, type="ticket.created", datas=iter(datas)
+        )
+
+    assert count == 1200
+    events = list(WebhookEvent.objects.order_by("created_at", "id"))
+    assert sorted(e.payload["data"]["ticket"]["id"] for e in events) == list(range(1, 1201))
+    assert {(e.type, e.payload["event_id"], e.dispatched_at) for e in events} == {
+        ("ticket.created", 7, None)
+    }
+    assert len({e.id for e in events}) == 1200
+
+
+def test_events_record_without_endpoints_reads_nothing_of_the_batch(organizer):
+    def datas():
+        raise AssertionError("rendered although no endpoint wants the events")
+        yield
+
+    assert (
+        webhook_events_record(
+            organizer_id=organizer.id, event_id=7, type="ticket.created", datas=datas()
+        )
+        == 0
+    )
+    assert not WebhookEvent.objects.exists()
 
 
 def test_event_record_is_undone_with_the_change(organizer):

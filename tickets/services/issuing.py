@@ -23,7 +23,6 @@ from events.models import Event, TicketType
 from events.services import ticket_type_claim_places
 from ticketing.api.exceptions import InvalidParameters, NotFound
 from ticketing.db import atomic_retrying_once
-from webhooks.services import webhook_wants
 
 from ..codes import reference_code_generate, reference_code_validate
 from ..exceptions import (
@@ -39,7 +38,7 @@ from ..phones import phone_country, phone_e164, phone_parse
 from ..selectors import ticket_for_output, with_form_answers
 from ..tasks import ticket_email_send
 from .common import Actor, violates
-from .publishing import Type, ticket_event_record
+from .publishing import Type, tickets_event_record
 
 # One logger for every ticket service, as operators (and the import command) know it.
 logger = logging.getLogger(__package__)
@@ -347,17 +346,16 @@ def tickets_issue(
 def _tickets_announced(*, event: Event, tickets: list[Ticket], notify: bool) -> None:
     """Record `ticket.created` for each ticket (rendered only when some endpoint wants it) and
     queue the holders' emails."""
-    # One ticket: `ticket_event_record` asks that itself; a batch asks once.
-    publish = len(tickets) == 1 or webhook_wants(
-        organizer_id=event.organizer_id, type=Type.TICKET_CREATED
-    )
     for ticket in tickets:
         with_form_answers(ticket, has_answers=False)
-        if publish:
-            ticket_event_record(
-                organizer_id=event.organizer_id, ticket=ticket, type=Type.TICKET_CREATED
-            )
-        if notify:
+    tickets_event_record(
+        organizer_id=event.organizer_id,
+        event_id=event.pk,
+        tickets=tickets,
+        type=Type.TICKET_CREATED,
+    )
+    if notify:
+        for ticket in tickets:
             ticket_send_email(ticket_id=ticket.pk)
 
 

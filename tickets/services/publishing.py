@@ -19,7 +19,12 @@ from django_tasks import task
 
 from events.models import TicketType
 from webhooks.models import WebhookEvent
-from webhooks.services import webhook_event_insert_params, webhook_event_record, webhook_wants
+from webhooks.services import (
+    webhook_event_insert_params,
+    webhook_event_record,
+    webhook_events_record,
+    webhook_wants,
+)
 from webhooks.statements import event_insert_sql
 
 from ..models import Order, Ticket
@@ -36,6 +41,20 @@ def ticket_event_record(*, organizer_id: int, ticket: Ticket, type: Type) -> Non
         event_id=ticket.event_id,
         type=type,
         data=lambda: {"ticket": TicketSerializer().to_representation(ticket)},
+    )
+
+
+def tickets_event_record(
+    *, organizer_id: int, event_id: int, tickets: list[Ticket], type: Type
+) -> None:
+    """`ticket_event_record` for tickets of one event changed at once (an import's batch): the
+    subscriptions asked once, the events written together."""
+    serializer = TicketSerializer()
+    webhook_events_record(
+        organizer_id=organizer_id,
+        event_id=event_id,
+        type=type,
+        datas=({"ticket": serializer.to_representation(ticket)} for ticket in tickets),
     )
 
 
