@@ -8,8 +8,8 @@ repository root:
 
 It creates a database of its own (the server's name plus `_isolation_bench`), seeds a simple
 event and one with two check-in types (`bench/_data.py`, through the ORM), starts gunicorn with
-`deploy/gunicorn.conf.py` and the production settings (2 sync workers) and one task worker per
-queue as `make serve` and the Procfile do (`manage.py run_worker --queue-name email`,
+`deploy/gunicorn.conf.py` and the production settings (2 workers of its class) and one task
+worker per queue as `make serve` and the Procfile do (`manage.py run_worker --queue-name email`,
 `webhooks`, `default`). Everything after the seed goes through the public HTTP API, so the
 bench does not depend on how webhooks or tasks are kept. It prints, with the issue's targets:
 
@@ -18,7 +18,8 @@ bench does not depend on how webhooks or tasks are kept. It prints, with the iss
 2. online scan-by-code at the gates (wrk, `--gates` connections, one check-in type) with no
    uploads, then while 4 scanners upload 500-scan batches back to back to the same event
    (p99 ≤ 3× the quiet p99; no scan waits more than 1 s); a scanner refused by the
-   per-organizer upload cap (429) waits its `Retry-After` (at most a second) and tries again;
+   per-organizer or per-server upload cap (429) waits its `Retry-After` (at most a second) and
+   tries again;
 3. organizer B registers 20 endpoints that accept connections and never answer and asks for
    200 pings (`WEBHOOK_TEST_RATE_LIMIT` raised for the bench, so that all 200 are queued);
    then organizer A creates `--creations` tickets, a few a second: the delay from each

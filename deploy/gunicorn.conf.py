@@ -3,7 +3,7 @@
 Everything comes from the environment, so one file serves a laptop and a fleet:
 - `PORT` (8000) and `HOST` (127.0.0.1; containers and hosts behind a balancer set 0.0.0.0),
 - `WEB_CONCURRENCY`: worker processes, default one per core and at least 2 (measured, below),
-- `GUNICORN_WORKER_CLASS` / `GUNICORN_THREADS` (`sync` / 1) and `GUNICORN_MAX_REQUESTS`
+- `GUNICORN_WORKER_CLASS` / `GUNICORN_THREADS` (`gthread` / 4) and `GUNICORN_MAX_REQUESTS`
   (100,000), to measure alternatives with `bench/gate.py`,
 - `GUNICORN_TIMEOUT`: seconds before a stuck worker is killed and replaced (30).
 
@@ -27,17 +27,20 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 # 354 vs 207, find by code 311 vs 151); issue 14 measured 8-34% in favour of 2 as well. A request
 # spends its time on this machine's CPU (Python, PostgreSQL, Redis), not waiting on a remote
 # database, so more processes than cores only add switching. gthread (2 × 4 threads) was no
-# better on the gate's reads and worse on `GET /info`. Rule: one sync worker per core, at least 2.
+# better on the gate's reads and worse on `GET /info`. Rule: one worker per core, at least 2.
+# Each runs 4 threads (issue 28): a request that holds its thread for a second (a 500-scan batch
+# upload) no longer holds a whole process, so online scans keep being answered beside it.
+# `bench/isolation.py`, 4 scanners uploading back to back: sync, 3 scans/s at p99 2.3 s; gthread
+# with the per-server upload cap (BATCH_UPLOADS_PER_SERVER), 150-200 scans/s at p99 0.13 s.
+# Up to `workers × threads` database connections per server (8 at 2 × 4).
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count())))
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "sync")
-threads = int(os.environ.get("GUNICORN_THREADS", "1"))
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
+threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 30
-# Sync workers close the connection after each response whatever this says (gunicorn keeps
-# connections alive only for threaded and async workers): behind nginx, its upstream keep-alive
-# pool stays empty and each request opens a loopback or LAN connection, which is what
-# `bench/gate.py` measures. Kept for a threaded worker class.
+# Threaded workers keep a client's connection open this long between requests (sync workers
+# close it after each response whatever this says).
 keepalive = 5
 # Recycle workers rarely, so a slow leak cannot grow without bound: a worker's restart is a
 # Django boot (about a second of a core), and at 2,000 requests it came every few seconds under
