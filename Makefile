@@ -24,6 +24,8 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	$(VENV)/bin/pip install -q -e ".[dev]"
 	touch $@
 
+# The demo's /metrics answers this token (fixed and public, like the demo's other credentials).
+run: export METRICS_TOKEN ?= demo-metrics-token
 run: $(VENV)/.installed
 	$(PY) manage.py migrate --noinput
 	HOST=$(HOST) PORT=$(PORT) $(PY) manage.py bootstrap_demo
