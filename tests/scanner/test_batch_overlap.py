@@ -3,6 +3,7 @@ the shared scans with the first one's results and still applies its own."""
 
 import pytest
 from django.db import transaction
+from django.test import override_settings
 
 from tests.factories import TicketFactory
 from tickets.models import CheckInLog, ScanRecord, Ticket
@@ -15,6 +16,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 AT = "2026-01-10T19:30:00+07:00"
 
 
+@override_settings(BATCH_UPLOADS_PER_SERVER=2)  # both uploads run at once
 def test_batch_overlapping_upload_replays_the_shared_scan_and_applies_its_own(
     client, event, ticket_type
 ):
