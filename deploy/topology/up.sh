@@ -87,7 +87,10 @@ for cpus in "$cpus_a" "$cpus_b"; do
     HOST="127.0.0.$host" setsid sh -c "$confine exec taskset -c $cpus $PYTHON -m gunicorn \
         -c deploy/gunicorn.conf.py" >"$dir/app-$host.log" 2>&1 &
     echo "$!" >>"$dir/pids"
-    setsid taskset -c "$cpus" "$PYTHON" manage.py run_worker --no-reload \
+    # Task workers keep session connections to the primary, not the transaction pooler: the
+    # webhook relay's per-organizer slots are session advisory locks (webhooks/statements.py).
+    env -u DB_TRANSACTION_POOLER DATABASE_URL="postgres://postgres@127.0.0.1:5432/$database" \
+        setsid taskset -c "$cpus" "$PYTHON" manage.py run_worker --no-reload \
         >"$dir/worker-$host.log" 2>&1 &
     echo "$!" >>"$dir/pids"
     host=$((host + 1))
