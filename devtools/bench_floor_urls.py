@@ -7,10 +7,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from checkin.services.gate import _admit
+from checkin.services.scans import TicketKey
 from ticketing.urls import urlpatterns as api_urlpatterns
 from tickets.services.common import Actor
-from tickets.services.gate import _admit
-from tickets.services.scans import TicketKey
 
 
 class _Bare(APIView):

@@ -13,13 +13,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
+from checkin.services.gate import ticket_check_in
 from events.models import CheckInType, Event, TicketType
 from events.services import ticket_type_claim_places
 from oauth_setup.models import Application
 from organizers.models import Membership, Organizer
 from tickets.models import Order, Ticket
 from tickets.services.common import Actor
-from tickets.services.gate import ticket_check_in
 from tickets.services.issuing import ticket_create
 from tickets.services.revoking import order_cancel, ticket_revoke
 

@@ -89,6 +89,21 @@ def acts_as_member(caller: Caller) -> bool:
     return caller.is_user_token and caller.has_scope("organizer")
 
 
+def user_organizer_ids(*, user_id: int) -> list[int]:
+    """The organizers a signed-in user (a session, not a token: the staff check-in page) acts
+    for: those they are a member of, in id order. Being a superuser adds none."""
+    return list(
+        Membership.objects.filter(user_id=user_id)
+        .order_by("organizer_id")
+        .values_list("organizer_id", flat=True)
+    )
+
+
+def user_is_member(*, user_id: int, organizer_id: int) -> bool:
+    """Whether a signed-in user is a member of the organizer (one query)."""
+    return Membership.objects.filter(user_id=user_id, organizer_id=organizer_id).exists()
+
+
 def may_manage(role: str | None) -> bool:
     return role in MANAGER_ROLES
 

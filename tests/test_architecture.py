@@ -59,7 +59,7 @@ def _app_graph() -> dict[str, dict[str, list[str]]]:
 
 
 def test_layout_knows_the_apps():
-    assert {"accounts", "organizers", "events", "tickets", "oauth_setup"} <= set(APPS)
+    assert {"accounts", "organizers", "events", "tickets", "checkin", "oauth_setup"} <= set(APPS)
 
 
 def test_project_package_imports_no_app():
@@ -874,6 +874,12 @@ def _insert(model):
         ("tickets.services.gate", False),
         ("tickets.views", False),
         ("tickets.scanner_views", False),
+        ("checkin.rules", True),
+        ("checkin.services.gate", False),
+        ("checkin.views", False),
+        ("checkin.scanner_views", False),
+        ("checkin.page_views", False),
+        ("checkin.admin.tickets", False),
         ("tickets.admin.forms", False),
         ("tickets.management.commands.import_tickets", False),
         ("tickets.tasks", False),

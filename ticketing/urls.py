@@ -9,14 +9,14 @@ urlpatterns = [
     path("metrics", include("tickets.metrics")),
     # /oauth/*, /.well-known/oauth-authorization-server, and the admin's sign-in page.
     path("", include("oauth_setup.urls")),
-    # The event dashboard (tickets.dashboard_views), ahead of the admin's catch-all.
-    path("admin/events/event/", include("tickets.dashboard_views")),
+    # The event dashboard (checkin.dashboard_views), ahead of the admin's catch-all.
+    path("admin/events/event/", include("checkin.dashboard_views")),
     path("admin/", admin.site.urls),
     path("api/public/", include("ticketing.api.urls")),
     # The attendee's ticket page (CONTRACT §14), addressed by its token.
     path("t/", include("tickets.page_urls")),
     # The staff check-in page (CONTRACT §15), a client of the public API.
-    path("checkin/", include("checkin_page.urls")),
+    path("checkin/", include("checkin.page_urls")),
 ]
 
 handler400 = "ticketing.api.exception_handler.bad_request"

@@ -327,7 +327,7 @@ class _BucketSerializer(serializers.Serializer):
 class CheckInStatsSerializer(serializers.Serializer):
     """An event's live check-in figures, exact at `generated_at`."""
 
-    # CONTRACT §12; reads a `tickets.stats.CheckInStats`.
+    # CONTRACT §12; reads a `checkin.stats.CheckInStats`.
 
     success = SuccessField()
     event_id = Int32Field()

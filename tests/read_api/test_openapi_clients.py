@@ -16,8 +16,8 @@ from openapi_schema_validator import validate as validate_schema
 from openapi_spec_validator import validate
 from rest_framework.test import APIClient
 
+from checkin.services.gate import ticket_check_in, ticket_renew
 from tickets.services.common import Actor
-from tickets.services.gate import ticket_check_in, ticket_renew
 from tickets.services.issuing import ticket_create
 from tickets.services.revoking import order_cancel
 from webhooks.models import WebhookEvent

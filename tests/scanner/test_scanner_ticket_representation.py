@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 from rest_framework import serializers
 
-from tickets.selectors_scanner import ScannerTicketRow
+from checkin.selectors_scanner import ScannerTicketRow
 from tickets.serializers import ScannerTicketSerializer
 
 

@@ -7,9 +7,9 @@ import threading
 import pytest
 from django.db import connection, transaction
 
+from checkin.selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
 from tests.factories import CheckInTypeFactory, TicketFactory
 from tickets.models import Ticket
-from tickets.selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

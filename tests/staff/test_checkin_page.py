@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
-from checkin_page.services import CLIENT_ID, TOKEN_SECONDS
+from checkin.services.page_tokens import CLIENT_ID, TOKEN_SECONDS
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
-from checkin_page.services import CLIENT_ID, page_token_issue
+from checkin.services.page_tokens import CLIENT_ID, page_token_issue
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,

@@ -5,6 +5,7 @@ from django.core.management import call_command
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from checkin.services.gate import ticket_check_in
 from tests.factories import (
     ApplicationFactory,
     MembershipFactory,
@@ -15,7 +16,6 @@ from tests.factories import (
 )
 from tests.support import TokenClient, mint_token
 from tickets.services.common import Actor
-from tickets.services.gate import ticket_check_in
 from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.secrets import secret_decrypt
 

@@ -13,6 +13,8 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
+from checkin.services import gate
+from checkin.services.scans import TicketKey
 from events.models import TicketType
 from tests.factories import (
     EventFactory,
@@ -27,10 +29,8 @@ from tests.write_api.helpers import checkin_url
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.serializers import TicketSerializer
-from tickets.services import gate
 from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_checked_in_publish, ticket_event_record
-from tickets.services.scans import TicketKey
 from webhooks.models import WebhookDelivery, WebhookEvent
 from webhooks.outbox import webhook_events_complete, webhook_outbox_relay
 from webhooks.services import webhook_endpoint_create, webhook_wants

@@ -11,6 +11,8 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
+from checkin.services.gate import ticket_check_in_at_gate
+from checkin.services.scans import TicketKey
 from tests.factories import (
     ApplicationFactory,
     EventFactory,
@@ -23,9 +25,7 @@ from tests.factories import (
 from tests.support import TokenClient, mint_token
 from tickets.models import Ticket
 from tickets.services.common import Actor
-from tickets.services.gate import ticket_check_in_at_gate
 from tickets.services.issuing import ticket_create
-from tickets.services.scans import TicketKey
 from webhooks.delivering import BATCH_POSTS
 from webhooks.models import WebhookDelivery
 

@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from checkin.services import admission, gate
 from tests.factories import (
     CheckInTypeFactory,
     FormFieldFactory,
@@ -15,7 +16,6 @@ from tests.factories import (
 )
 from tickets.gate_types import TicketKey
 from tickets.models import CheckInLog, Ticket, TicketCheckIn, TicketFormAnswer
-from tickets.services import admission, gate
 from tickets.services.common import Actor
 from webhooks.models import WebhookEvent
 from webhooks.outbox import webhook_events_complete

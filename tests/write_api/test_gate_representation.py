@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from rest_framework import serializers
 
+from checkin.services.scans import GateResult, TypeResult
 from tests.factories import TicketFactory
 from tickets.serializers import GateResultSerializer, TicketSerializer, TypeResultSerializer
-from tickets.services.scans import GateResult, TypeResult
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""Every rule declared in `tickets.rules` holds on both of the gate's paths: the one-statement
+"""Every rule declared in `checkin.rules` holds on both of the gate's paths: the one-statement
 admission does not admit a ticket (or a check-in type) that breaks it and refuses it as the
 locked path does, with the rule's own error and message. A rule added to the declaration
 without a case here fails `test_every_declared_rule_has_a_case` (or its type counterpart)."""
@@ -9,6 +9,8 @@ from types import SimpleNamespace
 import pytest
 from django.utils import timezone
 
+from checkin.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, type_rule_broken
+from checkin.services import admission, gate
 from events.models import Event
 from tests.factories import CheckInTypeFactory, EventFactory, TicketFactory, TicketTypeFactory
 from tickets.exceptions import (
@@ -20,9 +22,7 @@ from tickets.exceptions import (
 )
 from tickets.gate_types import TicketKey
 from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
-from tickets.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, type_rule_broken
 from tickets.selectors import check_in_types_for_ticket
-from tickets.services import admission, gate
 from tickets.services.common import Actor, ticket_lock
 
 from .helpers import db_state

@@ -4,6 +4,7 @@ from datetime import datetime
 
 import pytest
 
+from checkin.services.gate import ticket_check_in
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,
@@ -15,7 +16,6 @@ from ticketing.api.exceptions import NotFound
 from tickets.exceptions import TicketAlreadyUsed
 from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
 from tickets.services.common import Actor
-from tickets.services.gate import ticket_check_in
 from tickets.services.revoking import order_cancel, ticket_revoke
 
 from .helpers import checkin_url, client_for, db_state, invalidate_url, renew_url

@@ -14,6 +14,7 @@ urlpatterns = [
     path("", include("organizers.urls")),
     path("", include("events.urls")),
     path("", include("tickets.urls")),
+    path("", include("checkin.urls")),
     path("", include("webhooks.urls")),
     path("", include("ticketing.api.schema_urls")),
     re_path(r"^.*$", unknown_route, name="api-unknown-route"),

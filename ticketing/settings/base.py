@@ -49,7 +49,7 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "devtools",
-    "checkin_page",
+    "checkin",
     "ticketing",
 ]
 
@@ -138,7 +138,7 @@ DATABASE_REPLICA_RETRY_SECONDS = env_int("DATABASE_REPLICA_RETRY_SECONDS", 5)
 # How long a caller's last write is remembered: reads wait for a replica that has replayed it.
 DATABASE_READ_YOUR_WRITES_SECONDS = env_int("DATABASE_READ_YOUR_WRITES_SECONDS", 300)
 # What a route needs a replica to have replayed, besides the caller's writes (a transaction id).
-DATABASE_REPLICA_REQUIREMENTS = {"ticket-sync": "tickets.replica_routing.sync_cursor_xid"}
+DATABASE_REPLICA_REQUIREMENTS = {"ticket-sync": "checkin.replica_routing.sync_cursor_xid"}
 DATABASE_ROUTE_HEADER = env_bool("DATABASE_ROUTE_HEADER", default=False)
 
 DEFAULT_AUTO_FIELD = "django.db.models.AutoField"
@@ -311,7 +311,7 @@ TOKEN_RATE_LIMIT = env_str("TOKEN_RATE_LIMIT", "30/m")
 CREDENTIAL_FAILURE_RATE_LIMIT = env_str("CREDENTIAL_FAILURE_RATE_LIMIT", "10/15m")
 SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT = env_str("SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT", "100/15m")
 USERNAME_FAILURE_RATE_LIMIT = env_str("USERNAME_FAILURE_RATE_LIMIT", "30/10s")
-# Tokens the staff check-in page may take per user (checkin_page).
+# Tokens the staff check-in page may take per user (checkin).
 CHECK_IN_TOKEN_RATE_LIMIT = env_str("CHECK_IN_TOKEN_RATE_LIMIT", "30/m")
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)

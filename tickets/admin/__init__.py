@@ -1,4 +1,4 @@
 """The admin of tickets, orders and the check-in log: one module per page, each registering
 its `ModelAdmin`; `forms` holds their forms and inlines."""
 
-from . import check_in_logs, orders, scan_records, tickets  # noqa: F401 (registers the pages)
+from . import orders, tickets  # noqa: F401 (registers the pages)

@@ -1,5 +1,5 @@
-"""The ticket admin: staff see their organizers' tickets and operate them (check in, undo,
-revoke, resend the email) through the same services as the API."""
+"""The ticket admin: staff see their organizers' tickets and operate them (revoke, resend the
+email; `checkin.admin.tickets` adds check-in and undo) through the same services as the API."""
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import SEARCH_VAR
@@ -9,7 +9,7 @@ from django.utils.text import smart_split, unescape_string_literal
 from django.utils.translation import ngettext
 
 from events.admin import EventFilter
-from events.models import CheckInType, TicketType
+from events.models import TicketType
 from organizers.admin_scoping import OrganizerScopedAdmin, ScopedRelatedFilter, person_with_account
 from ticketing.api.exceptions import ApplicationError
 from ticketing.api.fields import INT32_MAX
@@ -18,10 +18,8 @@ from ..exceptions import TicketAlreadyUsed
 from ..filters import ticket_searched_text
 from ..models import Ticket
 from ..services.common import Actor
-from ..services.gate import ticket_check_in, ticket_renew
 from ..services.issuing import ticket_email_resend
 from ..services.revoking import ticket_revoke
-from ..services.scans import GateResult, TypeResult
 from .email_status import email_delivery
 from .forms import (
     CheckInLogInline,
@@ -29,7 +27,6 @@ from .forms import (
     TicketCheckInInline,
     TicketForm,
     TicketFormAnswerInline,
-    check_in_types_form,
 )
 from .imports import TicketImportMixin
 from .ticket_tools import TicketPageToolsMixin
@@ -70,24 +67,6 @@ def _search_terms(search_term: str) -> list[str]:
     return terms
 
 
-def _gate_outcome(result: GateResult) -> str | None:
-    """None when every requested type succeeded, else why not (per type)."""
-    if result.success:
-        return None
-    return ", ".join(
-        f"{r.check_in_type_name or r.check_in_type_id}: {_type_problem(r)}"
-        for r in (*result.check_in_results, *result.renew_results)
-        if not r.success
-    )
-
-
-def _type_problem(result: TypeResult) -> str:
-    # A refused type carries a time only when it was already admitted, at that time.
-    if result.used_at is not None:
-        return f"already checked in at {_local(result.used_at)}"
-    return result.error
-
-
 # Set by the services (check-in, revoke, creation), shown read-only.
 _LIFECYCLE = [
     "used_at",
@@ -122,7 +101,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
     list_per_page = 50
     show_full_result_count = False
     inlines = [TicketCheckInInline, CheckInLogInline, TicketFormAnswerInline]
-    actions = ["check_in", "undo_check_in", "revoke", "resend_email", "export_csv", "export_xlsx"]
+    actions = ["revoke", "resend_email", "export_csv", "export_xlsx"]
     fieldsets = [
         (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),
         ("Holder", {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]}),
@@ -244,70 +223,6 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
                 f"{t.reference_code} — {t.holder_name} ({t.get_status_display()}, {t.event.title})"
             ),
             button=button,
-        )
-
-    @admin.action(description="Check in", permissions=["operate"])
-    def check_in(self, request, queryset):
-        tickets = self._selected(request, queryset)
-        if tickets is None:
-            return None
-        types_by_event: dict[int, list[CheckInType]] = {}
-        for check_in_type in CheckInType.objects.filter(
-            event_id__in={t.event_id for t in tickets}
-        ).select_related("event"):
-            types_by_event.setdefault(check_in_type.event_id, []).append(check_in_type)
-        form = check_in_types_form(
-            types_by_event, request.POST if "apply" in request.POST else None
-        )
-        # Events with check-in types need the user to say which gate this is.
-        needs_input = types_by_event and not form.is_bound
-        if needs_input or (form.is_bound and not form.is_valid()):
-            return self._ticket_page(
-                request,
-                action="check_in",
-                title="Check in tickets",
-                form=form,
-                tickets=tickets,
-                button="Check in",
-            )
-        note = form.cleaned_data.get("note", "") if form.is_bound else ""
-        actor = Actor(user=request.user)
-
-        def check_in(ticket: Ticket) -> str | None:
-            type_ids = (
-                form.cleaned_data.get(f"types_{ticket.event_id}") or None
-                if ticket.event_id in types_by_event
-                else None
-            )
-            result = ticket_check_in(
-                event=ticket.event,
-                ticket_id=ticket.pk,
-                actor=actor,
-                check_in_type_ids=type_ids,
-                note=note,
-            )
-            return _gate_outcome(result)
-
-        self._each(request, tickets, check_in, "Checked in %d ticket.", "Checked in %d tickets.")
-        return None
-
-    @admin.action(description="Undo check-in", permissions=["operate"])
-    def undo_check_in(self, request, queryset):
-        tickets = self._selected(request, queryset)
-        if tickets is None:
-            return
-        actor = Actor(user=request.user)
-
-        def undo(ticket: Ticket) -> str | None:
-            result = ticket_renew(event=ticket.event, ticket_id=ticket.pk, actor=actor)
-            return _gate_outcome(result)
-
-        self._each(
-            request,
-            tickets,
-            undo,
-            "Undid the check-in of %d ticket.",
-            "Undid the check-in of %d tickets.",
         )
 
     @admin.action(description="Revoke (with a note)…", permissions=["operate"])

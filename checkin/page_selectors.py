@@ -7,16 +7,8 @@ from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from events.models import CheckInType, Event
-from organizers.models import Membership
+from organizers.permissions import user_is_member
 from tickets.models import CheckInLog
-
-
-def member_organizer_ids(*, user_id: int) -> list[int]:
-    return list(
-        Membership.objects.filter(user_id=user_id)
-        .order_by("organizer_id")
-        .values_list("organizer_id", flat=True)
-    )
 
 
 def events_for_check_in(*, organizer_ids: list[int]) -> QuerySet[Event]:
@@ -60,7 +52,7 @@ def last_check_in(
     )
     if log is None:
         return None
-    if not Membership.objects.filter(user_id=user_id, organizer_id=log.ticket.event.organizer_id):
+    if not user_is_member(user_id=user_id, organizer_id=log.ticket.event.organizer_id):
         return None
     by = str(log.actor_user) if log.actor_user else None
     if log.actor_application is not None:

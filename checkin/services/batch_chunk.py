@@ -1,6 +1,6 @@
 """A chunk of a batch upload (CONTRACT §11): its scans decided in memory on the tickets read,
-by the gate's rules (`tickets.rules`; for check-in types `check_in_types_admit` and
-`check_in_types_renew`), and its writes made in bulk. See `tickets.services.batch`.
+by the gate's rules (`checkin.rules`; for check-in types `check_in_types_admit` and
+`check_in_types_renew`), and its writes made in bulk. See `checkin.services.batch`.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from django.utils import timezone
 from events.models import Event
 from ticketing.api.error_body import error_body
 from ticketing.api.exceptions import InvalidParameters, NotFound
+from tickets.exceptions import CheckInTypeRequired, TicketAlreadyUsed, TicketNotUsed
+from tickets.gate_types import GateResult, TypeResult
+from tickets.models import CheckInLog, Order, ScanRecord, Ticket, TicketCheckIn
+from tickets.serializers import ScannerTicketSerializer, TypeResultSerializer
+from tickets.services.publishing import Type, ticket_event_record
 
-from ..exceptions import CheckInTypeRequired, TicketAlreadyUsed, TicketNotUsed
-from ..gate_types import GateResult, TypeResult
-from ..models import CheckInLog, Order, ScanRecord, Ticket, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, Rule
 from ..selectors_scanner import ScannerTicketRow
-from ..serializers import ScannerTicketSerializer, TypeResultSerializer
 from .gate import audit_row, check_in_types_admit, check_in_types_renew, not_used_message
-from .publishing import Type, ticket_event_record
 
 if TYPE_CHECKING:
     from .batch import Scan, Upload

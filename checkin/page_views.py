@@ -24,12 +24,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 from django_ratelimit.core import get_usage
 
+from organizers.permissions import user_organizer_ids
 from ticketing.api.exception_handler import error_body
 from ticketing.api.exceptions import RateLimited
 from ticketing.dates import human_date, intl_locale
 
-from .selectors import events_for_check_in, last_check_in, member_organizer_ids
-from .services import page_token_issue
+from .page_selectors import events_for_check_in, last_check_in
+from .services.page_tokens import page_token_issue
 
 # Only this site's own scripts, styles and API; the camera stream is a local blob.
 # 'wasm-unsafe-eval' lets the QR decoder compile its WebAssembly (and allows no eval()).
@@ -117,7 +118,7 @@ def _labels() -> dict[str, str]:
 @login_required
 @require_GET
 def check_in_page(request):
-    organizer_ids = member_organizer_ids(user_id=request.user.pk)
+    organizer_ids = user_organizer_ids(user_id=request.user.pk)
     if not organizer_ids:
         response = render(request, "checkin_page/refused.html", status=403)
         return _secured(response)
@@ -177,7 +178,7 @@ def page_token(request):
             status=refused.status_code,
             headers=refused.headers,
         )
-    if not member_organizer_ids(user_id=request.user.pk):
+    if not user_organizer_ids(user_id=request.user.pk):
         return JsonResponse(
             {"success": False, "error": "not_organizer_member", "message": _("Not a member.")},
             status=403,

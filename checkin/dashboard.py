@@ -2,7 +2,7 @@
 timeline of CONTRACT §12 drawn as an SVG chart here (no script, nothing from another site), and
 the check-ins of each gate: the application or the staff member that recorded them.
 
-The figures are the live counts' (tickets.stats, three statements) and one more aggregate.
+The figures are the live counts' (checkin.stats, three statements) and one more aggregate.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from events.models import Event
+from tickets.models import CheckInLog
 
-from .models import CheckInLog
 from .stats import Bucket, CheckInStats, event_check_in_stats
 
 # The chart's drawing area, in SVG units; the SVG scales to the page's width.

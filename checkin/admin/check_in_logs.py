@@ -5,10 +5,9 @@ from django.contrib import admin
 
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin
-
-from ..exceptions import TicketAlreadyUsed
-from ..models import CheckInLog
-from .forms import CHECK_IN_LOG_COLUMNS
+from tickets.admin.forms import CHECK_IN_LOG_COLUMNS
+from tickets.exceptions import TicketAlreadyUsed
+from tickets.models import CheckInLog
 
 
 class LogEventFilter(EventFilter):

@@ -1,6 +1,6 @@
 """A scanner's upload of the scans it made offline (CONTRACT §11, batch upload).
 
-Each scan is applied on its own, in request order, by the gate's rules (`tickets.rules`, and for
+Each scan is applied on its own, in request order, by the gate's rules (`checkin.rules`, and for
 check-in types `check_in_types_admit` / `check_in_types_renew`) with the gate's audit rows, each
 carrying the scan's id. What differs from one check-in is only how the work is done, so that an
 upload costs a few statements per chunk of scans instead of several round trips and a commit
@@ -33,14 +33,14 @@ from django.db.models import Exists, OuterRef, Q
 
 from events.models import CheckInType, Event
 from ticketing.db import atomic_retrying_once
+from tickets.gate_types import GateInputs, TicketKey
+from tickets.models import CheckInLog, ScanRecord, Ticket, TicketFormAnswer
+from tickets.selectors import with_form_answers_of
+from tickets.services.common import Actor
+from tickets.services.publishing import Type
 from webhooks.services import webhook_wants
 
-from ..gate_types import GateInputs, TicketKey
-from ..models import CheckInLog, ScanRecord, Ticket, TicketFormAnswer
-from ..selectors import with_form_answers_of
 from .batch_chunk import Chunk
-from .common import Actor
-from .publishing import Type
 
 # Scans applied per transaction: a chunk's tickets stay locked until its commit.
 CHUNK_SCANS = 100

@@ -2,16 +2,17 @@ from django.apps import AppConfig
 from django.utils.translation import gettext_lazy as _
 
 
-class CheckinPageConfig(AppConfig):
-    """The staff check-in page (CONTRACT §15): a web page that is a client of the public API."""
+class CheckinConfig(AppConfig):
+    """The gate: check-in and renew, the scanners' sync feed and batch upload, the live counts, the
+    check-in log's admin and the staff check-in page (CONTRACT §7, §11, §12, §15)."""
 
-    name = "checkin_page"
-    verbose_name = _("Check-in page")
+    name = "checkin"
+    verbose_name = _("Check-in")
 
     def ready(self):
         from django.contrib.auth.signals import user_logged_out
 
-        from .services import page_tokens_revoke
+        from .services.page_tokens import page_tokens_revoke
 
         def revoke(sender, request, user, **kwargs):
             if user is not None:

@@ -31,8 +31,7 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
 from ticketing.api.exceptions import InvalidParameters
-
-from .models import Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket, TicketCheckIn
 
 SYNC_LIMIT_MAX = 1000
 SYNC_LIMIT_DEFAULT = 500

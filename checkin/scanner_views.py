@@ -11,19 +11,19 @@ from events.selectors import event_get_for_organizer
 from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
 from ticketing.api.throttling import charge_request, upload_slots
-
-from .gate_types import TicketKey
-from .inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
-from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
-from .serializers import (
+from tickets.gate_types import TicketKey
+from tickets.inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
+from tickets.serializers import (
     CheckInBatchResultSerializer,
     CheckInStatsSerializer,
     ScannerTicketSerializer,
     SyncPageSerializer,
 )
+from tickets.views import actor_of
+
+from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
 from .services.batch import Scan, scans_apply
 from .stats import event_check_in_stats
-from .views import actor_of
 
 # An upload's slot frees itself this long after it was taken should its worker die holding it:
 # far longer than an upload runs (a second or so; gunicorn stops a request after 30 s).

@@ -2,7 +2,7 @@
 
 Each rule is read two ways. The locked path (`ticket_check_in`, `ticket_renew`) and a batch
 upload ask its Python predicate of the ticket and reject with the rule's error and message. The
-one-statement admission (`tickets.services.admission`) puts its SQL predicate, over the aliases
+one-statement admission (`checkin.services.admission`) puts its SQL predicate, over the aliases
 `t` (the ticket), `o` (its order) and `e` (its event), in the WHERE clauses that decide, and
 reads each rule's verdict back to explain a refusal. The rules of a check-in type (`TYPE_RULES`)
 fail one requested type, not the request. A rule added here therefore reaches every path;
@@ -17,15 +17,14 @@ from dataclasses import dataclass
 
 from events.models import CheckInType, Event
 from ticketing.api.exceptions import ApplicationError, InvalidParameters
-
-from .exceptions import (
+from tickets.exceptions import (
     EventNotActiveForTicket,
     OrderNotPaid,
     TicketAlreadyUsed,
     TicketRevoked,
 )
-from .gate_types import iso
-from .models import Order, Ticket, TicketCheckIn
+from tickets.gate_types import iso
+from tickets.models import Order, Ticket, TicketCheckIn
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,8 @@
 """The gate: check-in and renew (CONTRACT §7).
 
 Two paths admit a ticket, and both take their conditions from the rules declared in
-`tickets.rules`. On PostgreSQL a check-in by the event's id, with or without check-in types, is
-one statement whose WHERE clauses are the rules (`tickets.services.admission`), so the database
+`checkin.rules`. On PostgreSQL a check-in by the event's id, with or without check-in types, is
+one statement whose WHERE clauses are the rules (`checkin.services.admission`), so the database
 decides. Everything else takes the locked path here (`ticket_check_in`, `ticket_renew`): the
 ticket row is locked with `select_for_update`, the rules are asked of it, and a rejection names
 the rule the ticket broke. The unique constraints on `nfc_uid` and on (ticket, check-in type)
@@ -23,15 +23,15 @@ from django.utils import timezone
 from events.models import CheckInType, Event
 from ticketing.api.exceptions import ApplicationError
 from ticketing.db import atomic_retrying_once
+from tickets.exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
+from tickets.gate_types import GateInputs, GateResult, TicketKey, TypeResult
+from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.selectors import check_in_types_for_ticket, ticket_for_output
+from tickets.services.common import Actor, ticket_lock, violates
+from tickets.services.publishing import Type, ticket_event_record
 
-from ..exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
-from ..gate_types import GateInputs, GateResult, TicketKey, TypeResult
-from ..models import CheckInLog, Ticket, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, type_rule_broken
-from ..selectors import check_in_types_for_ticket, ticket_for_output
 from .admission import admit, ticket_check_in_at_gate
-from .common import Actor, ticket_lock, violates
-from .publishing import Type, ticket_event_record
 
 __all__ = [  # the gate's operations; a check-in by the event's id starts in `admission`
     "ticket_check_in",

@@ -1,7 +1,7 @@
 """A check-in at the gate, by id or by scanned code, decided and recorded in one statement.
 
 On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with the rules of
-`tickets.rules` and records the admission, in simple mode and with check-in types, and returns
+`checkin.rules` and records the admission, in simple mode and with check-in types, and returns
 the ticket as it now is (with types, each requested type's outcome in request order). A
 statement that admitted nothing yields no row; one read (`refusal_sql`: every rule's verdict
 and the ticket, no transaction, no lock) then tells the refusal (already used, revoked, unpaid,
@@ -32,15 +32,15 @@ from events.models import CheckInType, Event, TicketType
 from events.selectors import event_get_for_organizer
 from ticketing.api.exceptions import NotFound
 from ticketing.db import select_list
+from tickets.exceptions import CheckInTypeRequired
+from tickets.gate_types import GateInputs, GateResult, TicketKey, TypeResult
+from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.selectors import ticket_from_output_row, ticket_key_column, ticket_output_columns
+from tickets.services.common import Actor
+from tickets.services.publishing import Type, ticket_checked_in_params, ticket_checked_in_sql
 from webhooks.services import webhook_wants
 
-from ..exceptions import CheckInTypeRequired
-from ..gate_types import GateInputs, GateResult, TicketKey, TypeResult
-from ..models import CheckInLog, Order, Ticket, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, simple_check_in_sql
-from ..selectors import ticket_from_output_row, ticket_key_column, ticket_output_columns
-from .common import Actor
-from .publishing import Type, ticket_checked_in_params, ticket_checked_in_sql
 
 
 def ticket_check_in_at_gate(

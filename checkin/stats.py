@@ -15,8 +15,7 @@ from django.db import connection, connections, router
 from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
-
-from .models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import CheckInLog, Ticket, TicketCheckIn
 
 BUCKET_SECONDS = 15 * 60
 # The timeline ends with the last bucket holding a check-in and spans at most 14 days: every

@@ -5,8 +5,7 @@ from django.contrib import admin
 
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin
-
-from ..models import ScanRecord
+from tickets.models import ScanRecord
 
 
 @admin.register(ScanRecord)

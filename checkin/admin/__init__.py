@@ -1,0 +1,4 @@
+"""The gate's admin: the check-in log, the scanners' uploaded scans, and the ticket admin's check-in
+and undo actions."""
+
+from . import check_in_logs, scan_records, tickets  # noqa: F401 (registers the pages)
