@@ -80,20 +80,28 @@ class Order(models.Model):
         return "".join(ch for ch in national if ch.isdigit())
 
 
-class OrderFormAnswer(models.Model):
-    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="form_answers")
+class FormAnswer(models.Model):
+    """An answer to one question of the event's form, in the form's order."""
+
     field = models.ForeignKey("events.FormField", on_delete=models.CASCADE, related_name="+")
     value = models.TextField(blank=True)
 
     class Meta:
-        db_table = "orders_orderformanswer"
+        abstract = True
         ordering = ["field__position", "field_id"]
-        constraints = [
-            models.UniqueConstraint(fields=["order", "field"], name="order_answer_unique_field")
-        ]
 
     def __str__(self) -> str:
         return f"{self.field}: {self.value}"
+
+
+class OrderFormAnswer(FormAnswer):
+    order = models.ForeignKey(Order, on_delete=models.CASCADE, related_name="form_answers")
+
+    class Meta(FormAnswer.Meta):
+        db_table = "orders_orderformanswer"
+        constraints = [
+            models.UniqueConstraint(fields=["order", "field"], name="order_answer_unique_field")
+        ]
 
 
 class Ticket(models.Model):
@@ -357,19 +365,13 @@ class ScanRecord(models.Model):
         return self.scan_id
 
 
-class TicketFormAnswer(models.Model):
+class TicketFormAnswer(FormAnswer):
     ticket = models.ForeignKey(Ticket, on_delete=models.CASCADE, related_name="form_answers")
-    field = models.ForeignKey("events.FormField", on_delete=models.CASCADE, related_name="+")
-    value = models.TextField(blank=True)
 
-    class Meta:
-        ordering = ["field__position", "field_id"]
+    class Meta(FormAnswer.Meta):
         constraints = [
             models.UniqueConstraint(fields=["ticket", "field"], name="ticket_answer_unique_field")
         ]
-
-    def __str__(self) -> str:
-        return f"{self.field}: {self.value}"
 
 
 class ImportUpload(models.Model):
