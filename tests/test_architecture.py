@@ -272,8 +272,6 @@ KNOWN_PRIVATE_USES = {
     ("tickets/notifications.py", "_create_message"): "overrides Django's EmailMessage",
     ("tickets/notifications.py", "_create_alternatives"): "calls Django's EmailMessage",
     ("tickets/notifications.py", "_create_attachments"): "calls Django's EmailMessage",
-    # DRF's serializer metaclass: the declared field names, for the scanner's schema.
-    ("tickets/serializers.py", "_declared_fields"): "DRF Serializer internals",
     # Django's OutputWrapper: the raw stream behind a command's stdout.
     ("tickets/management/commands/export_tickets.py", "_out"): "Django OutputWrapper._out",
     ("tickets/management/commands/import_tickets.py", "_out"): "Django OutputWrapper._out",

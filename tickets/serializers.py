@@ -269,7 +269,7 @@ _NULLABLE_SCANNER_TICKET = {
         "checked_in_type_ids": {"type": "array", "items": {"type": "integer"}},
         "updated_at": _text(format="date-time"),
     },
-    "required": list(ScannerTicketSerializer._declared_fields),
+    "required": list(ScannerTicketSerializer().fields),
 }
 
 
