@@ -11,6 +11,7 @@ from events.selectors import event_get_for_organizer
 from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
 from ticketing.api.throttling import charge_request, upload_slots
+from tickets.base_views import actor_of
 from tickets.gate_types import TicketKey
 from tickets.inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
 from tickets.serializers import (
@@ -19,7 +20,6 @@ from tickets.serializers import (
     ScannerTicketSerializer,
     SyncPageSerializer,
 )
-from tickets.views import actor_of
 
 from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
 from .services.batch import Scan, scans_apply

@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from events.selectors import event_get_for_organizer
 from organizers.permissions import CheckInResource, OrganizerResource
 from ticketing.api.exceptions import ApplicationError, NotFound
+from tickets.base_views import actor_of, error_response, validated, validated_for_event
 from tickets.exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
 from tickets.gate_types import GateResult, TicketKey
 from tickets.inputs import (
@@ -22,7 +23,6 @@ from tickets.inputs import (
     ScanRenewInputSerializer,
 )
 from tickets.serializers import GateResultSerializer
-from tickets.views import _error, _validated, _validated_for_event, actor_of
 
 from .rules import ADMISSIBLE, SIMPLE_CHECK_IN
 from .services.admission import ticket_check_in_at_gate
@@ -41,7 +41,7 @@ def _gate_schema(
     binds_nfc: bool,
     operation_id: str | None = None,
 ):
-    conflicts = {409: _error("The NFC tag is bound to another ticket", [DuplicateNfcUid])}
+    conflicts = {409: error_response("The NFC tag is bound to another ticket", [DuplicateNfcUid])}
     return extend_schema(
         operation_id=operation_id,
         tags=["check-in"],
@@ -50,9 +50,9 @@ def _gate_schema(
         request=dict.fromkeys(BODY_TYPES, input_serializer),
         responses={
             200: GateResultSerializer,
-            404: _error("Organizer, event or ticket not found", [NotFound]),
+            404: error_response("Organizer, event or ticket not found", [NotFound]),
             **(conflicts if binds_nfc else {}),
-            422: _error("The ticket cannot be used; the body shows it", rejections),
+            422: error_response("The ticket cannot be used; the body shows it", rejections),
         },
     )
 
@@ -80,7 +80,7 @@ class TicketCheckInView(APIView):
         binds_nfc=True,
     )
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
-        data = _validated_for_event(CheckInInputSerializer, request, event_id=event_id)
+        data = validated_for_event(CheckInInputSerializer, request, event_id=event_id)
         result = ticket_check_in_at_gate(
             organizer_id=request.organizer_id,
             event_id=event_id,
@@ -106,7 +106,7 @@ class TicketRenewView(APIView):
     )
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = _validated(RenewInputSerializer, request)
+        data = validated(RenewInputSerializer, request)
         result = ticket_renew(event=event, ticket_id=ticket_id, actor=actor_of(request), **data)
         return _gate_response(result)
 
@@ -142,7 +142,7 @@ class TicketScanCheckInView(APIView):
         binds_nfc=False,
     )
     def post(self, request, organizer_id: int, event_id: int):
-        data = _validated_for_event(ScanCheckInInputSerializer, request, event_id=event_id)
+        data = validated_for_event(ScanCheckInInputSerializer, request, event_id=event_id)
         result = ticket_check_in_at_gate(
             organizer_id=request.organizer_id,
             event_id=event_id,
@@ -169,6 +169,6 @@ class TicketScanRenewView(APIView):
     )
     def post(self, request, organizer_id: int, event_id: int):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = _validated(ScanRenewInputSerializer, request)
+        data = validated(ScanRenewInputSerializer, request)
         result = ticket_renew(event=event, key=_scanned(data), actor=actor_of(request), **data)
         return _gate_response(result)

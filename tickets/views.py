@@ -6,8 +6,8 @@ Views parse, call one selector or service and render. Rejections are the service
 rendered by the API exception handler; a gate rejection already carries the ticket.
 """
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import generics, serializers
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -16,9 +16,7 @@ from organizers.permissions import (
     OrganizerResource,
     OrganizerUserResource,
 )
-from ticketing.api.caller import caller_of
 from ticketing.api.exceptions import (
-    ApplicationError,
     InsufficientScope,
     NotFound,
     NotOrganizerMember,
@@ -26,6 +24,7 @@ from ticketing.api.exceptions import (
 )
 from ticketing.api.filtering import ApiFilterBackend
 
+from .base_views import actor_of, error_response, validated
 from .exceptions import (
     DuplicateExternalId,
     DuplicateReferenceCode,
@@ -55,41 +54,8 @@ from .serializers import (
     TicketResultSerializer,
     TicketSerializer,
 )
-from .services.common import Actor
 from .services.issuing import ticket_create
 from .services.revoking import ticket_revoke
-
-
-def actor_of(request) -> Actor:
-    caller = caller_of(request)
-    return Actor(user=caller.user, application=caller.application)
-
-
-def _validated(serializer_class, request) -> dict:
-    serializer = serializer_class(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    return serializer.validated_data
-
-
-def _validated_for_event(serializer_class, request, *, event_id: int) -> dict:
-    """The body, for a service that finds the event itself: a missing event is still a 404
-    before the body is looked at (CONTRACT §3, step 8)."""
-    serializer = serializer_class(data=request.data)
-    if not serializer.is_valid():
-        event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        raise serializers.ValidationError(serializer.errors)
-    return serializer.validated_data
-
-
-# --- Schema helpers ---------------------------------------------------------------------------
-
-
-def _error(description: str, errors: list[type[ApplicationError]]) -> OpenApiResponse:
-    """An error response described here, its codes read from the errors that answer it; its body
-    is the shared error component of its status (`ticketing.api.openapi`)."""
-    codes = ", ".join(error.code for error in errors)
-    return OpenApiResponse(description=f"{description} (`error`: {codes}).")
-
 
 # --- An event's tickets -----------------------------------------------------------------------
 
@@ -155,23 +121,23 @@ class EventTicketsView(generics.ListAPIView):
         request=dict.fromkeys(BODY_TYPES, TicketCreateInputSerializer),
         responses={
             200: TicketCreateResultSerializer,
-            403: _error(
+            403: error_response(
                 "Not a user token with scope organizer of a member",
                 [UserTokenRequired, InsufficientScope, NotOrganizerMember],
             ),
-            404: _error("Organizer, event or ticket type not found", [NotFound]),
-            409: _error(
+            404: error_response("Organizer, event or ticket type not found", [NotFound]),
+            409: error_response(
                 "external_id reused with other data, or reference code taken",
                 [DuplicateExternalId, DuplicateReferenceCode],
             ),
-            422: _error(
+            422: error_response(
                 "No place left, or the event is draft or ended", [QuotaExceeded, EventNotActive]
             ),
         },
     )
     def post(self, request, organizer_id: int, event_id: int):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = _validated(TicketCreateInputSerializer, request)
+        data = validated(TicketCreateInputSerializer, request)
         result = ticket_create(event=event, actor=actor_of(request), **data)
         return Response(
             {
@@ -221,8 +187,8 @@ class TicketInvalidateView(APIView):
         request=dict.fromkeys(BODY_TYPES, TicketInvalidateInputSerializer),
         responses={
             200: TicketResultSerializer,
-            404: _error("Organizer, event or ticket not found", [NotFound]),
-            422: _error(
+            404: error_response("Organizer, event or ticket not found", [NotFound]),
+            422: error_response(
                 "Already revoked, or checked in; the body shows the ticket",
                 [TicketRevoked, TicketAlreadyUsed],
             ),
@@ -230,6 +196,6 @@ class TicketInvalidateView(APIView):
     )
     def post(self, request, organizer_id: int, event_id: int):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = _validated(TicketInvalidateInputSerializer, request)
+        data = validated(TicketInvalidateInputSerializer, request)
         ticket = ticket_revoke(event=event, actor=actor_of(request), **data)
         return Response({"success": True, "ticket": TicketSerializer(ticket).data})
