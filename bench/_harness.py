@@ -14,6 +14,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -337,3 +338,10 @@ def default_urls() -> tuple[str, str | None]:
     if not database_url or not database_url.startswith(("postgres://", "postgresql://")):
         raise SystemExit("Set DATABASE_URL to a PostgreSQL server (the bench creates its own DB).")
     return database_url, os.environ.get("REDIS_URL")
+
+
+def free_port() -> int:
+    """A loopback port no one listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import sys
 from dataclasses import dataclass
@@ -52,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench import _wrk  # noqa: E402
 from bench._data import reopen, seed, settle  # noqa: E402
-from bench._harness import Gunicorn, own_database, percentile, release_database  # noqa: E402
+from bench._harness import Gunicorn, free_port, own_database, percentile, release_database  # noqa: E402
 
 INFO = "GET /info"
 SCAN = "scan-by-code, simple"
@@ -78,12 +77,6 @@ class Workload:
     expected: set[int]
     writes: bool = False
     pool: list | None = None  # items each run takes its own slice of (not yet admitted)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def parse_args():

@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -40,6 +39,7 @@ from bench._harness import (
     OUT_DIR,
     Gunicorn,
     call,
+    free_port,
     own_database,
     release_database,
 )
@@ -115,12 +115,6 @@ def main() -> int:
         print("OK: every check passed; no 5xx")
     release_database(db_url, keep=args.keep_db)
     return 1 if failed or server_errors else 0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def schemathesis_config(parameters: dict) -> str:

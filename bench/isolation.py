@@ -37,7 +37,6 @@ import argparse
 import base64
 import json
 import secrets
-import socket
 import sys
 import threading
 import time
@@ -53,6 +52,7 @@ from bench._harness import (  # noqa: E402
     OUT_DIR,
     Gunicorn,
     call,
+    free_port,
     own_database,
     release_database,
 )
@@ -62,12 +62,6 @@ from tests.smtp_server import SmtpServer  # noqa: E402
 
 SCANS = 500
 HUGE = "100000000/m"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def parse_args():

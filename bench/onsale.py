@@ -31,7 +31,6 @@ import argparse
 import json
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._data import seed, settle  # noqa: E402
-from bench._harness import Gunicorn, own_database, release_database  # noqa: E402
+from bench._harness import Gunicorn, free_port, own_database, release_database  # noqa: E402
 
 WRK = os.environ.get("WRK", "wrk")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -246,12 +245,6 @@ def check_sold(type_ids: list[int]) -> dict[int, tuple[int, int, int]]:
         t.id: (t.quantity, t.sold_count, live.get(t.id, 0))
         for t in TicketType.objects.filter(id__in=type_ids)
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def parse_args():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from bench._harness import (  # noqa: E402
     PYTHON,
     Gunicorn,
     call,
+    free_port,
     own_database,
     percentile,
     release_database,
@@ -54,12 +54,6 @@ TARGET_OVERHEAD = 0.10
 SUBSCRIPTION_CACHE_SECONDS = 1
 TARGET_DELIVERY_RATE = 200.0
 HOLDER = {"firstname": "Bench", "lastname": "Holder", "phone": "0812345678"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Receiver:
