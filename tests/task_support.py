@@ -4,12 +4,16 @@ from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult, get_date_max
 
+from tickets.email_outbox import ticket_email_relay
+
 
 def run_due_tasks(*, name_contains: str = "", limit: int = 100) -> int:
     """Run the tasks that are due, oldest first, including those they enqueue that are due;
-    returns how many ran. A task that raises is marked failed, as by a worker."""
+    returns how many ran. A task that raises is marked failed, as by a worker. The emails asked
+    for are handed to tasks first, as an email worker's relay does."""
     ran = 0
     while ran < limit:
+        ticket_email_relay()
         due = DBTaskResult.objects.ready().filter(task_path__contains=name_contains)
         result = due.order_by("enqueued_at", "id").first()
         if result is None:

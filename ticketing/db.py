@@ -129,3 +129,40 @@ def from_row(model, row, *, start: int = 0, using: str = DEFAULT_DB_ALIAS):
         if values[position] is not None:
             values[position] = convert(values[position], None, connection)
     return model.from_db(using, attnames, values)
+
+
+# --- Plain INSERT clauses, written as the ORM writes the row -------------------------------
+
+_AUTO_FIELDS = (models.AutoField, models.BigAutoField, models.SmallAutoField)
+
+
+def insert_fields(model) -> list[models.Field]:
+    """The fields an INSERT of `model` writes: every concrete field but an automatic key."""
+    return [f for f in model._meta.concrete_fields if not isinstance(f, _AUTO_FIELDS)]
+
+
+def insert_sql(
+    model, *, name: str, source: str, values: dict[str, str], returning: str | None = None
+) -> str:
+    """A clause of a WITH, `{name} AS (INSERT ... SELECT ... FROM {source})`, that inserts a row
+    of `model` for each row of `source`: each column the parameter `%({name}_{column})s`
+    (`insert_params`), unless `values` gives an SQL expression for it over `source`."""
+    fields = insert_fields(model)
+    connection = connections[DEFAULT_DB_ALIAS]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    selected = ", ".join(values.get(f.column, f"%({name}_{f.column})s") for f in fields)
+    table = connection.ops.quote_name(model._meta.db_table)
+    tail = f"\n  RETURNING {returning}" if returning else ""
+    insert = f"INSERT INTO {table} ({columns})\n  SELECT {selected} FROM {source}{tail}"
+    return f"{name} AS (\n  {insert}\n)"
+
+
+def insert_params(instance, *, name: str, using: str = DEFAULT_DB_ALIAS) -> dict:
+    """The parameters of `insert_sql` for `instance` (unsaved): each field's value as the ORM
+    prepares it for an INSERT (`pre_save`, which sets a default or `auto_now` on `instance`,
+    then `get_db_prep_save`)."""
+    connection = connections[using]
+    return {
+        f"{name}_{f.column}": f.get_db_prep_save(f.pre_save(instance, add=True), connection)
+        for f in insert_fields(type(instance))
+    }

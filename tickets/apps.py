@@ -6,3 +6,17 @@ class TicketsConfig(AppConfig):
     default_auto_field = "django.db.models.AutoField"
     name = "tickets"
     verbose_name = _("Tickets and check-in")
+
+    # What `manage.py run_worker` runs for a worker taking this queue: beside its tasks, the
+    # relay of the email outbox (`email_outbox`), which queues the emails asked for.
+    task_queue = "email"
+
+    def task_worker_threads(self) -> int:
+        return 1  # a hung mail server holds this queue's worker only (EMAIL_TIMEOUT per try)
+
+    def task_worker_loop(self, *, stop) -> None:
+        from django.conf import settings
+
+        from .email_outbox import ticket_email_relay_forever
+
+        ticket_email_relay_forever(poll_seconds=settings.EMAIL_OUTBOX_POLL_MS / 1000, stop=stop)

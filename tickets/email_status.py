@@ -1,8 +1,12 @@
-"""The ticket email's last outcome, for support staff: "did my ticket email go out?" is what
-holders ask first, and the admin's ticket page answers it.
+"""The ticket email's state, for support staff, and the outbox of the emails to send.
 
+"Did my ticket email go out?" is what holders ask first, and the admin's ticket page answers it.
 A table of its own, one row per ticket that had an email, rather than columns of Ticket: the
 gate writes ticket rows on every check-in, and nothing there needs to know about mail.
+
+An email is asked for by writing its row as queued (`queued_at` set), in the transaction or the
+statement that issues the ticket: a rollback sends nothing and a commit loses nothing. A relay
+in the email workers hands the queued rows to tasks (`tickets.email_outbox`).
 """
 
 from django.db import models
@@ -12,6 +16,7 @@ class TicketEmail(models.Model):
     """Recorded from Django's mail backend: `send()` returned, or raised (and is retried)."""
 
     class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
         SENT = "sent", "Sent"
         RETRYING = "retrying", "Failed, will be retried"
         FAILED = "failed", "Failed"
@@ -23,10 +28,20 @@ class TicketEmail(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     recipient = models.EmailField(help_text="The address it went (or was to go) to.")
     error = models.CharField(max_length=500, blank=True)
-    at = models.DateTimeField(help_text="When the last attempt ended.")
+    at = models.DateTimeField(help_text="When the last attempt ended, or when it was queued.")
+    queued_at = models.DateTimeField(
+        null=True, blank=True, help_text="Asked for and not yet handed to a worker: the outbox."
+    )
 
     class Meta:
         verbose_name = "ticket email"
+        indexes = [
+            models.Index(
+                fields=["queued_at"],
+                condition=models.Q(queued_at__isnull=False),
+                name="ticket_email_outbox_idx",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.ticket_id}: {self.get_status_display()}"

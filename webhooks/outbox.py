@@ -13,18 +13,16 @@ backlog is a few tasks the others' overtake, and no row is dispatched twice or l
 
 from __future__ import annotations
 
-import logging
-import time
 from collections.abc import Callable
 
-from django.db import DatabaseError, close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from ticketing.outbox import relay_forever
+
 from . import tasks
 from .models import WebhookEvent
-
-logger = logging.getLogger(__name__)
 
 # Events per dispatch task: its fan-out is one INSERT and one transaction of attempts.
 BATCH_EVENTS = 20
@@ -69,16 +67,8 @@ def webhook_outbox_relay(*, limit: int = RELAY_LIMIT) -> int:
 
 
 def webhook_outbox_relay_forever(*, poll_seconds: float, stop: Callable[[], bool]) -> None:
-    """Relay until `stop()`: at once again after a full pass, else after `poll_seconds`."""
-    while not stop():
-        relayed = 0
-        try:
-            close_old_connections()
-            relayed = webhook_outbox_relay()
-        except DatabaseError as exc:
-            logger.warning("webhook outbox relay failed (%s); retrying", exc.__class__.__name__)
-        if relayed < RELAY_LIMIT:
-            time.sleep(poll_seconds)
+    """Relay until `stop()` (`ticketing.outbox.relay_forever`)."""
+    relay_forever(webhook_outbox_relay, limit=RELAY_LIMIT, poll_seconds=poll_seconds, stop=stop)
 
 
 def webhook_events_complete(event_ids: list[str]) -> list[WebhookEvent]:

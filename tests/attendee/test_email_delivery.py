@@ -11,6 +11,7 @@ from django.urls import reverse
 
 from tests.smtp_server import SmtpServer
 from tests.task_support import scheduled_tasks
+from tickets.email_outbox import ticket_emails_queue
 from tickets.email_status import TicketEmail
 from tickets.notifications import ticket_email_send
 from tickets.tasks import EMAIL_ATTEMPTS
@@ -153,3 +154,10 @@ def test_organizer_contact_is_edited_in_the_admin(admin_client, organizer):
         "hello@bangkok-live.example",
         "+66 2 123 4567",
     )
+
+
+def test_a_queued_email_says_so(admin_client, organizer):
+    ticket = ticket_songkran(organizer)
+    ticket_emails_queue([ticket])
+    html = admin_client.get(reverse("admin:tickets_ticket_change", args=[ticket.pk]))
+    assert "<strong>Queued</strong> for somsak@example.com on " in html.content.decode()

@@ -119,7 +119,7 @@ def test_an_admission_with_an_endpoint_subscribed_is_one_autocommit_statement(ev
     }
     assert (recorded.dispatched_at, recorded.renderer) == (
         None,
-        "tickets.services.publishing.ticket_checked_in_render",
+        "tickets.services.publishing.ticket_row_render",
     )
     assert recorded.source["ticket"]["id"] == ticket.pk
     assert recorded.source["ticket"]["status"] == "used"
@@ -238,7 +238,7 @@ def test_a_second_admission_of_the_ticket_writes_no_second_event(event, ticket_t
     assert WebhookEvent.objects.count() == 1
 
 
-REAL_RENDERER = "tickets.services.publishing.ticket_checked_in_render"
+REAL_RENDERER = "tickets.services.publishing.ticket_row_render"
 
 
 def racing_render(events):

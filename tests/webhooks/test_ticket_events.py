@@ -44,8 +44,10 @@ def ticket(event, ticket_type):
 
 
 def _events(type=None):
+    """The events' payloads as delivered: one a statement recorded is rendered first."""
     events = WebhookEvent.objects.order_by("created_at", "id")
-    return [e.payload for e in (events.filter(type=type) if type else events)]
+    ids = list((events.filter(type=type) if type else events).values_list("pk", flat=True))
+    return [e.payload for e in webhook_events_complete(ids)]
 
 
 def _as_api(ticket_id: int) -> dict:

@@ -18,7 +18,8 @@ from tests.smtp_server import SmtpServer
 from tests.task_support import run_due_tasks, scheduled_tasks
 from tickets.models import CheckInLog, Ticket, TicketFormAnswer
 from tickets.services.common import Actor
-from tickets.services.issuing import ticket_create, ticket_send_email
+from tickets.services.emailing import ticket_send_email
+from tickets.services.issuing import ticket_create
 
 from .helpers import checkin_url, client_for, tickets_url
 
@@ -186,7 +187,7 @@ def test_a_mail_server_that_never_answers_does_not_slow_creation(
 
 @pytest.mark.django_db
 def test_ticket_send_email_resends_through_a_task(ticket):
-    ticket_send_email(ticket_id=ticket.id)
+    ticket_send_email(ticket=ticket)
     assert mail.outbox == []
     assert run_due_tasks() == 1
     assert len(mail.outbox) == 1

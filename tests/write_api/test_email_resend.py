@@ -7,7 +7,7 @@ from tests.factories import TicketFactory
 from tests.task_support import run_due_tasks
 from ticketing.api.exceptions import InvalidParameters
 from tickets.exceptions import TicketRevoked
-from tickets.services.issuing import ticket_email_resend
+from tickets.services.emailing import ticket_email_resend
 
 pytestmark = pytest.mark.django_db
 

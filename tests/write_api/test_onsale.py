@@ -1,8 +1,9 @@
 """An on-sale rush: the statements of one creation, and where the ticket type's row lock is.
 
-Every sale of a type waits for the type's row lock (the capacity claim), so the claim is the
-last statement before COMMIT: the lock is held for one statement and the commit, whatever the
-creation inserts. A type already sold out is refused on the read, before any write.
+Every sale of a type waits for the type's row lock (the capacity claim). On PostgreSQL a creation
+is one statement after the event's read, which claims and writes everything: the lock lasts that
+statement. The ORM path (SQLite, and here when the statement is turned off) claims last, just
+before COMMIT, so the lock is held for one statement and the commit whatever it inserts.
 """
 
 import pytest
@@ -14,6 +15,7 @@ from events.models import TicketType
 from tests.factories import TicketTypeFactory, WebhookEndpointFactory
 from tickets.models import Ticket
 from tickets.services import issuing
+from webhooks.models import WebhookEvent
 
 from .helpers import client_for, db_state, tickets_url
 
@@ -53,7 +55,32 @@ def _warm(client, event, ticket_type) -> None:
     assert client.post(tickets_url(event), body).status_code == 200
 
 
-def test_creation_claims_the_place_last_just_before_commit(client, event, ticket_type):
+def test_creation_is_one_statement_after_the_event(client, event, ticket_type):
+    _warm(client, event, ticket_type)
+    status, statements = _statements(client, event, ticket_type, external_id="RUSH-0")
+    assert status == 200
+    # The claim, the order, the ticket and the queued email, in one autocommit statement.
+    assert statements == ["SELECT e.id,", "WITH claim"]
+
+
+def test_creation_with_a_webhook_endpoint_is_still_one_statement(
+    client, event, organizer, ticket_type
+):
+    WebhookEndpointFactory(organizer=organizer)
+    _warm(client, event, ticket_type)
+    status, statements = _statements(client, event, ticket_type, external_id="RUSH-00")
+    assert status == 200
+    assert statements == ["SELECT e.id,", "WITH claim"]  # the event is the statement's too
+    assert WebhookEvent.objects.filter(type="ticket.created").count() == 2
+
+
+@pytest.fixture
+def orm_path(monkeypatch):
+    """The ORM path, as on SQLite."""
+    monkeypatch.setattr(issuing, "issuing_statement_available", lambda: False)
+
+
+def test_orm_path_claims_the_place_last_just_before_commit(orm_path, client, event, ticket_type):
     _warm(client, event, ticket_type)
     status, statements = _statements(client, event, ticket_type, external_id="RUSH-1")
     assert status == 200
@@ -64,13 +91,15 @@ def test_creation_claims_the_place_last_just_before_commit(client, event, ticket
         "BEGIN",
         'INSERT INTO "orders_order"',
         'INSERT INTO "tickets_ticket"',
-        'INSERT INTO "django_tasks_database_dbtaskresult"',  # the email
+        'INSERT INTO "tickets_ticketemail"',  # the email, queued
         f'UPDATE "{TYPE_TABLE}"',  # the claim: the type's row lock from here
         "COMMIT",
     ]
 
 
-def test_creation_with_a_webhook_endpoint_still_claims_last(client, event, organizer, ticket_type):
+def test_orm_path_with_a_webhook_endpoint_still_claims_last(
+    orm_path, client, event, organizer, ticket_type
+):
     WebhookEndpointFactory(organizer=organizer)
     _warm(client, event, ticket_type)
     status, statements = _statements(client, event, ticket_type, external_id="RUSH-2")
@@ -79,7 +108,7 @@ def test_creation_with_a_webhook_endpoint_still_claims_last(client, event, organ
     assert statements[-2:] == [f'UPDATE "{TYPE_TABLE}"', "COMMIT"]
 
 
-def test_sold_out_type_is_refused_on_the_read_without_a_transaction(client, event):
+def test_sold_out_type_is_refused_without_a_transaction(client, event):
     ticket_type = TicketTypeFactory(event=event, quantity=1)
     _warm(client, event, ticket_type)
     before = db_state(event)
@@ -87,7 +116,8 @@ def test_sold_out_type_is_refused_on_the_read_without_a_transaction(client, even
     assert status == 422
     assert statements == [
         "SELECT e.id,",
-        'SELECT "events_tickettype"."id",',
+        "WITH claim",  # no place: it writes nothing
+        'SELECT "events_tickettype"."id",',  # why: unknown, or full
         'SELECT "tickets_ticket"."id",',  # a replay would still answer
     ]
     assert db_state(event) == before
@@ -104,7 +134,7 @@ def test_replay_with_its_own_reference_code_is_answered_as_a_replay(client, even
     assert ticket_type.sold_count == 1
 
 
-def test_claim_refused_at_commit_time_rolls_everything_back(monkeypatch, client, event):
+def test_claim_refused_at_commit_time_rolls_everything_back(orm_path, monkeypatch, client, event):
     # Room when read, none when claimed: other sales took the places in between.
     ticket_type = TicketTypeFactory(event=event, quantity=1, sold_count=1)
     monkeypatch.setattr(issuing, "_refusal", lambda **kwargs: None)  # the read saw room

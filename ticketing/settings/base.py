@@ -215,6 +215,8 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "tickets@localhost")
 # Seconds an SMTP connect or reply may take: emails are sent by the task workers, and a mail
 # server that accepts and never answers must not hold a worker for ever.
 EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# How often an email worker looks for ticket emails asked for (`tickets.email_outbox`).
+EMAIL_OUTBOX_POLL_MS = env_int("EMAIL_OUTBOX_POLL_MS", 200)
 # The file backend's directory (EMAIL_BACKEND=django.core.mail.backends.filebased.EmailBackend).
 EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH")
 # The ticket email comes from `"<organizer> via <SITE_NAME>" <DEFAULT_FROM_EMAIL>`.

@@ -16,6 +16,8 @@ def email_delivery(ticket: Ticket) -> str:
     if record is None:
         return "Not sent yet" if ticket.email else "No email address: nothing to send"
     when = formats.localize(timezone.localtime(record.at))
+    if record.status == TicketEmail.Status.QUEUED:
+        return format_html("<strong>Queued</strong> for {} on {}", record.recipient, when)
     if record.status == TicketEmail.Status.SENT:
         return format_html(
             "<strong>Sent</strong> to {} on {} (attempt {})",

@@ -18,7 +18,7 @@ from ..exceptions import TicketAlreadyUsed
 from ..filters import ticket_searched_text
 from ..models import Ticket
 from ..services.common import Actor
-from ..services.issuing import ticket_email_resend
+from ..services.emailing import ticket_email_resend
 from ..services.revoking import ticket_revoke
 from .email_status import email_delivery
 from .forms import (

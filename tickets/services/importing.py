@@ -26,15 +26,8 @@ from ..models import Ticket
 from ..selectors import tickets_for_output
 from .common import Actor
 from .csv_input import Header
-from .issuing import (
-    Holder,
-    Issue,
-    holder_clean,
-    is_same_creation,
-    ticket_built,
-    ticket_create,
-    tickets_issue,
-)
+from .holders import Holder, holder_clean, is_same_creation
+from .issuing import Issue, ticket_built, ticket_create, tickets_issue
 
 logger = logging.getLogger(__package__)
 

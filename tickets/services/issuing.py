@@ -1,21 +1,21 @@
 """Issuing tickets: one ticket in a new paid external order, and the holder's email (CONTRACT §5).
 
-Capacity is claimed with the ticket type's conditional UPDATE (`ticket_type_claim_places`), the
-last statement before COMMIT: its row lock serialises every sale of the type, so it is held for
-one statement and a commit, not for the inserts. The unique constraints on `external_id` and
+Capacity is claimed with the ticket type's conditional UPDATE, whose row lock serialises every
+sale of the type, so it is held as briefly as can be. On PostgreSQL the API's creation is one
+statement that claims and writes everything (`issue_statement`): the lock lasts that statement.
+Elsewhere (SQLite; the importer's batches) the claim is the last statement before COMMIT
+(`ticket_type_claim_places`), after the inserts. The unique constraints on `external_id` and
 `reference_code` are the last word on duplicates: a replay that loses the race to its twin
 answers with the winner's ticket.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from django.core.exceptions import ValidationError as DjangoValidationError
-from django.core.validators import validate_email
 from django.db import IntegrityError
 from django.utils import timezone
 
@@ -25,19 +25,18 @@ from ticketing.api.exceptions import InvalidParameters, NotFound
 from ticketing.db import atomic_retrying_once
 
 from ..codes import reference_code_generate, reference_code_validate
+from ..email_outbox import ticket_emails_queue
 from ..exceptions import (
     DuplicateExternalId,
     DuplicateReferenceCode,
     EventNotActive,
     QuotaExceeded,
-    TicketRevoked,
 )
 from ..models import Order, Ticket
-from ..names import person_name_validate
-from ..phones import phone_country, phone_e164, phone_parse
 from ..selectors import ticket_for_output, with_form_answers
-from ..tasks import ticket_email_send
 from .common import Actor, violates
+from .holders import Holder, holder_clean, is_same_creation
+from .issue_statement import issuing_statement_available, ticket_issue_statement
 from .publishing import Type, tickets_event_record
 
 # One logger for every ticket service, as operators (and the import command) know it.
@@ -53,15 +52,6 @@ class TicketCreateResult:
 
 
 @dataclass(frozen=True)
-class Holder:
-    firstname: str
-    lastname: str
-    email: str
-    phone: str  # E.164
-    phone_country: str = field(default="", compare=False)  # ISO 3166 alpha-2, for the order
-
-
-@dataclass(frozen=True)
 class Issue:
     """One ticket to issue: checked, its reference code chosen or drawn."""
 
@@ -69,51 +59,6 @@ class Issue:
     holder: Holder
     reference_code: str
     external_id: str | None = None
-
-
-def holder_clean(*, firstname: str, lastname: str, email: str, phone: str) -> Holder:
-    """Trimmed, validated holder details. Raises: InvalidParameters."""
-    fields: dict[str, list[str]] = {}
-    firstname, lastname, email = firstname.strip(), lastname.strip(), email.strip()
-    for name, value in (("firstname", firstname), ("lastname", lastname)):
-        if not value:
-            fields[name] = ["This field may not be blank."]
-            continue
-        try:
-            person_name_validate(value)
-        except ValueError as exc:
-            fields[name] = [str(exc)]
-    try:
-        validate_email(email)
-    except DjangoValidationError:
-        fields["email"] = ["Enter a valid email address."]
-    country = ""
-    try:
-        parsed = phone_parse(phone)
-    except ValueError as exc:
-        fields["phone"] = [str(exc)]
-    else:
-        # Parsed once: the import checks thousands of rows and this is its costliest check.
-        phone, country = phone_e164(parsed), phone_country(parsed)
-    if fields:
-        raise InvalidParameters(next(iter(fields.values()))[0], fields=fields)
-    return Holder(
-        firstname=firstname, lastname=lastname, email=email, phone=phone, phone_country=country
-    )
-
-
-def is_same_creation(
-    ticket: Ticket, *, ticket_type_id: int, holder: Holder, reference_code: str | None
-) -> bool:
-    """A replay sends the same ticket type and holder (and code, if it chose one)."""
-    return (
-        ticket.ticket_type_id == ticket_type_id
-        and ticket.firstname == holder.firstname
-        and ticket.lastname == holder.lastname
-        and ticket.email.lower() == holder.email.lower()
-        and ticket.phone == holder.phone
-        and (reference_code is None or ticket.reference_code == reference_code)
-    )
 
 
 def _replay(
@@ -144,48 +89,58 @@ def ticket_create(
 ) -> TicketCreateResult:
     """Issue one ticket in a new paid external order, or replay the creation of `external_id`.
 
-    A replay (same `external_id`, ticket type and holder) returns the existing ticket and creates
-    nothing, also when it arrives while the first request is still committing: the unique
-    constraint makes the late one fail, its transaction is rolled back (with its counter claim),
-    and it answers with the winner's ticket. `via_api` tickets also count against `api_quota`.
-    In the same transaction: the `ticket.created` webhook event and, unless suppressed, the
-    holder's email task.
+    A replay (same `external_id`, ticket type and holder) creates nothing and answers with the
+    existing ticket, also while the first is still committing: the late one fails on the unique
+    constraint, rolled back with its claim. `via_api` tickets also count against `api_quota`.
+    With the ticket: its `ticket.created` event and, unless suppressed, the queued email.
 
     Raises: InvalidParameters, NotFound (ticket type), DuplicateExternalId,
-    DuplicateReferenceCode, EventNotActive, QuotaExceeded.
-    Locks: the ticket type row, from the counter UPDATE (the last statement) until commit.
+    DuplicateReferenceCode, EventNotActive, QuotaExceeded. Locks: the type's row (see above).
     """
     holder = holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone)
     external_id = (external_id or "").strip() or None
     reference_code = _chosen_code(reference_code)
-    ticket_type = TicketType.objects.filter(event_id=event.pk, pk=ticket_type_id).first()
-    if ticket_type is None:
-        raise NotFound("Ticket type not found.")
     replay = functools.partial(
-        _replay, ticket_type_id=ticket_type.pk, holder=holder, reference_code=reference_code
+        _replay, ticket_type_id=ticket_type_id, holder=holder, reference_code=reference_code
     )
-
-    # A new `external_id` (the common case) needs no lookup: the unique constraint finds a
-    # replay on insert. A request that will be refused looks first, as a replay still answers.
-    refusal = _refusal(event=event, ticket_type=ticket_type, via_api=via_api)
-    if refusal is not None:
-        if external_id is not None:
-            existing = ticket_for_output(event_id=event.pk, external_id=external_id)
-            if existing is not None:
-                return replay(existing)
-        raise refusal
-
-    return _issued_or_replayed(
+    issued_by = functools.partial(
+        _issued_or_replayed,
         event=event,
-        issue=Issue(
-            ticket_type=ticket_type, holder=holder, reference_code="", external_id=external_id
-        ),
+        external_id=external_id,
         chosen_code=reference_code,
-        via_api=via_api,
-        notify=not suppress_notifications,
         replay=replay,
         actor=actor,
     )
+    made = functools.partial(
+        _built, event_id=event.pk, holder=holder, external_id=external_id, via_api=via_api
+    )
+    notify = not suppress_notifications
+    by_statement = event.effective_status == Event.Status.ACTIVE and issuing_statement_available()
+    statement = _statement_insert(event=event, type_id=ticket_type_id, made=made, notify=notify)
+    if by_statement and (issued := issued_by(insert=statement)):
+        return issued
+
+    ticket_type = TicketType.objects.filter(event_id=event.pk, pk=ticket_type_id).first()
+    if ticket_type is None:
+        raise NotFound("Ticket type not found.")
+    # A new `external_id` (the common case) needs no lookup: the unique constraint finds a
+    # replay on insert. A request that will be refused looks first, as a replay still answers.
+    refusal = _refusal(event=event, ticket_type=ticket_type, via_api=via_api, full=by_statement)
+    if refusal is not None:
+        return _replayed_or_refused(refusal, event=event, external_id=external_id, replay=replay)
+    return issued_by(
+        insert=lambda code: _ticket_insert(
+            event=event, ticket_type=ticket_type, made=made, code=code, notify=notify
+        )
+    )
+
+
+def _replayed_or_refused(refusal: Exception, *, event: Event, external_id, replay):
+    """A refused creation of an `external_id` that exists is still answered as a replay."""
+    existing = external_id and ticket_for_output(event_id=event.pk, external_id=external_id)
+    if existing:
+        return replay(existing)
+    raise refusal
 
 
 def _chosen_code(reference_code: str | None) -> str | None:
@@ -201,28 +156,21 @@ def _chosen_code(reference_code: str | None) -> str | None:
 def _issued_or_replayed(
     *,
     event: Event,
-    issue: Issue,
+    insert: Callable[[str], Ticket | None],
+    external_id: str | None,
     chosen_code: str | None,
-    via_api: bool,
-    notify: bool,
     replay,
     actor: Actor,
-) -> TicketCreateResult:
-    """Insert the ticket (`issue` with the chosen code, or drawn ones until one is free), or
-    answer with the ticket of its `external_id` when the insert finds one (`replay`).
+) -> TicketCreateResult | None:
+    """Issue the ticket with the chosen code, or drawn ones until one is free (`insert` of a
+    code: the ticket, or None if nothing was written), or answer with the ticket of its
+    `external_id` when the insert finds one (`replay`). None if `insert` wrote nothing.
 
-    Raises: DuplicateReferenceCode, DuplicateExternalId (via `replay`), QuotaExceeded.
+    Raises: DuplicateReferenceCode, DuplicateExternalId (via `replay`), what `insert` raises.
     """
-    external_id = issue.external_id
     for _ in range(_REFERENCE_CODE_DRAWS):
         try:
-            code = chosen_code or reference_code_generate()
-            ticket = _ticket_insert(
-                event=event,
-                issue=dataclasses.replace(issue, reference_code=code),
-                via_api=via_api,
-                notify=notify,
-            )
+            ticket = insert(chosen_code or reference_code_generate())
         except IntegrityError as exc:
             taken_code = violates(exc, "reference_code")
             if external_id is not None and (taken_code or violates(exc, "external_id")):
@@ -240,6 +188,8 @@ def _issued_or_replayed(
                     ) from None
                 continue  # a generated code collided: draw another
             raise
+        if ticket is None:
+            return None
         logger.info(
             "ticket %s created by user=%s application=%s",
             ticket.pk,
@@ -250,16 +200,58 @@ def _issued_or_replayed(
     raise DuplicateReferenceCode("Could not draw a free reference code; try again.")
 
 
-def _refusal(*, event: Event, ticket_type: TicketType, via_api: bool) -> Exception | None:
+def _built(
+    code: str, *, event_id: int, ticket_type: TicketType, holder: Holder, external_id, via_api
+) -> tuple[Order, Ticket]:
+    """The order and ticket `tickets_issue` would write for one holder, unsaved."""
+    now = timezone.now()
+    order = order_built(event_id=event_id, holder=holder, now=now)
+    issue = Issue(
+        ticket_type=ticket_type, holder=holder, reference_code=code, external_id=external_id
+    )
+    return order, ticket_built(
+        event_id=event_id, issue=issue, order=order, via_api=via_api, now=now
+    )
+
+
+def _statement_insert(
+    *, event: Event, type_id: int, made: Callable, notify: bool
+) -> Callable[[str], Ticket | None]:
+    """The insert of a ticket with a code by one statement (`issue_statement`): the ticket, or
+    None if it wrote nothing."""
+    named = TicketType(pk=type_id, event_id=event.pk)  # the claim's row is its type
+
+    def insert(code: str) -> Ticket | None:
+        order, ticket = made(code, ticket_type=named)
+        return ticket_issue_statement(
+            event_id=event.pk,
+            organizer_id=event.organizer_id,
+            order=order,
+            ticket=ticket,
+            notify=notify,
+            now=ticket.registered_at,
+        )
+
+    return insert
+
+
+def _refusal(
+    *, event: Event, ticket_type: TicketType, via_api: bool, full: bool = False
+) -> Exception | None:
     """Why the creation is refused before anything is written: the event is not active, or the
-    type (as just read) has no place left. A sold-out type then costs one read, not the inserts
-    and their rollback; a place a revocation frees after that read is the next request's."""
+    type (as just read, or as the issuing statement found it: `full`) has no place left. A
+    sold-out type then costs one read, not the inserts and their rollback; a place a
+    revocation frees after that read is the next request's."""
     if event.effective_status != Event.Status.ACTIVE:
         return EventNotActive(f"Event '{event.title}' is {event.effective_status}.")
-    full = ticket_type.sold_count >= ticket_type.quantity or (
-        via_api
-        and ticket_type.api_quota is not None
-        and ticket_type.api_sold_count >= ticket_type.api_quota
+    full = (
+        full
+        or ticket_type.sold_count >= ticket_type.quantity
+        or (
+            via_api
+            and ticket_type.api_quota is not None
+            and ticket_type.api_sold_count >= ticket_type.api_quota
+        )
     )
     if full:
         return QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
@@ -267,7 +259,9 @@ def _refusal(*, event: Event, ticket_type: TicketType, via_api: bool) -> Excepti
 
 
 @atomic_retrying_once
-def _ticket_insert(*, event: Event, issue: Issue, via_api: bool, notify: bool) -> Ticket:
+def _ticket_insert(
+    *, event: Event, ticket_type: TicketType, made: Callable, code: str, notify: bool
+) -> Ticket:
     """Issue the ticket (`tickets_issue`), then claim the place: last, so that the type's row
     lock, which every sale of the type waits for, is held only from the claim to the commit.
     No place, and the transaction rolls back with all it inserted.
@@ -275,9 +269,9 @@ def _ticket_insert(*, event: Event, issue: Issue, via_api: bool, notify: bool) -
     Raises: QuotaExceeded, IntegrityError (external_id or reference_code taken).
     Locks: the ticket type row (the counter UPDATE), from the last statement until commit.
     """
-    [ticket] = tickets_issue(event=event, issues=[issue], via_api=via_api, notify=notify)
-    ticket_type = issue.ticket_type
-    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=via_api):
+    order, ticket = made(code, ticket_type=ticket_type)
+    tickets_write(event=event, orders=[order], tickets=[ticket], notify=notify)
+    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=ticket.issued_via_api):
         raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
     return ticket
 
@@ -304,6 +298,21 @@ def ticket_built(
     )
 
 
+def order_built(*, event_id: int, holder: Holder, now) -> Order:
+    """The paid external order of one ticket's holder, unsaved."""
+    return Order(
+        event_id=event_id,
+        status=Order.Status.PAID,
+        kind=Order.Kind.EXTERNAL,
+        buyer_firstname=holder.firstname,
+        buyer_lastname=holder.lastname,
+        buyer_email=holder.email,
+        buyer_phone=holder.phone,
+        buyer_phone_country=holder.phone_country,
+        paid_at=now,
+    )
+
+
 def tickets_issue(
     *, event: Event, issues: list[Issue], via_api: bool, notify: bool
 ) -> list[Ticket]:
@@ -315,25 +324,19 @@ def tickets_issue(
     Call inside a transaction. Raises: IntegrityError (external_id or reference_code taken).
     """
     now = timezone.now()
-    orders = [
-        Order(
-            event_id=event.pk,
-            status=Order.Status.PAID,
-            kind=Order.Kind.EXTERNAL,
-            buyer_firstname=issue.holder.firstname,
-            buyer_lastname=issue.holder.lastname,
-            buyer_email=issue.holder.email,
-            buyer_phone=issue.holder.phone,
-            buyer_phone_country=issue.holder.phone_country,
-            paid_at=now,
-        )
-        for issue in issues
-    ]
+    orders = [order_built(event_id=event.pk, holder=issue.holder, now=now) for issue in issues]
     tickets = [
         ticket_built(event_id=event.pk, issue=issue, order=order, via_api=via_api, now=now)
         for issue, order in zip(issues, orders, strict=True)
     ]
-    if len(issues) == 1:  # the API's: `save()`, without the bulk machinery for one row
+    return tickets_write(event=event, orders=orders, tickets=tickets, notify=notify)
+
+
+def tickets_write(
+    *, event: Event, orders: list[Order], tickets: list[Ticket], notify: bool
+) -> list[Ticket]:
+    """Save built tickets, each with its order, `ticket.created` event and queued email."""
+    if len(tickets) == 1:  # the API's: `save()`, without the bulk machinery for one row
         orders[0].save(force_insert=True)
         tickets[0].save(force_insert=True)
     else:
@@ -355,31 +358,4 @@ def _tickets_announced(*, event: Event, tickets: list[Ticket], notify: bool) -> 
         type=Type.TICKET_CREATED,
     )
     if notify:
-        for ticket in tickets:
-            ticket_send_email(ticket_id=ticket.pk)
-
-
-def ticket_send_email(*, ticket_id: int) -> None:
-    """Enqueue the holder's ticket email, in the current transaction if there is one.
-
-    A worker sends it (`tickets.tasks`), retrying while the mail server fails; a failure to
-    send never undoes the ticket.
-    """
-    ticket_email_send.enqueue(ticket_id)
-
-
-def ticket_email_resend(*, ticket: Ticket) -> None:
-    """Send the holder their ticket again (a task; see `ticket_send_email`).
-
-    Raises: TicketRevoked (a revoked ticket admits no one), InvalidParameters (no email).
-    """
-    if ticket.status == Ticket.Status.REVOKED:
-        raise TicketRevoked(
-            f"Ticket {ticket.reference_code} is revoked; it is not sent.", ticket=ticket
-        )
-    if not ticket.email:
-        raise InvalidParameters(
-            f"Ticket {ticket.reference_code} has no holder email address.",
-            fields={"email": ["The holder has no email address."]},
-        )
-    ticket_send_email(ticket_id=ticket.pk)
+        ticket_emails_queue(tickets)

@@ -4,9 +4,9 @@ Each service that changes a ticket or an order calls one of these inside its tra
 event commits or rolls back with the change. The payload's `data` is the API's own Ticket or
 Order representation, built only when some endpoint wants the event; neither needs a request
 (`ticket_url` is built from `SITE_URL`), so a payload is the same whichever interface made the
-change. The gate's one-statement admission is the exception that cannot build it in the
-request: its statement records the event with the ticket's row as admitted, and the event's
-dispatch renders the same representation from that row (`ticket_checked_in_sql`).
+change. The one-statement paths (the gate's admission, the API's creation) cannot build it in
+the request: the statement records the event with the ticket's row as it left it, and the
+event's dispatch renders the same representation from that row (`ticket_statement_event_sql`).
 """
 
 from __future__ import annotations
@@ -78,47 +78,65 @@ def order_cancelled_record(*, organizer_id: int, order: Order, revoked: Iterable
         ticket_event_record(organizer_id=organizer_id, ticket=ticket, type=Type.TICKET_REVOKED)
 
 
-# --- `ticket.checked_in` from the gate's one statement --------------------------------------
+# --- Events recorded by a statement: the gate's admission, the API's creation ---------------
 
 _STATEMENT_EVENT = "webhook_event"
 
 
-def ticket_checked_in_sql(*, admitted: str) -> str:
-    """A clause of a WITH that records `ticket.checked_in` for the ticket `admitted` yields (the
-    name of a query returning the ticket's row), with that row and its ticket type's, from
-    which its dispatch renders the event's data (`ticket_checked_in_render`). For the gate's
-    admission, which is one autocommit statement; values: `ticket_checked_in_params`."""
+def ticket_statement_event_sql(*, ticket: str) -> str:
+    """A clause of a WITH that records an event for the ticket `ticket` yields (the name of a
+    query returning the ticket's row), with that row and its ticket type's, from which its
+    dispatch renders the event's data (`ticket_row_render`). For the statements that change a
+    ticket in one round trip; values: `ticket_statement_event_params`."""
     return event_insert_sql(
         name=_STATEMENT_EVENT,
-        source=f"{admitted} JOIN {TicketType._meta.db_table} AS admitted_type"
-        f" ON admitted_type.id = {admitted}.ticket_type_id",
-        rows=f"jsonb_build_object('ticket', to_jsonb({admitted}),"
-        " 'ticket_type', to_jsonb(admitted_type))",
+        source=f"{ticket} JOIN {TicketType._meta.db_table} AS changed_type"
+        f" ON changed_type.id = {ticket}.ticket_type_id",
+        rows=f"jsonb_build_object('ticket', to_jsonb({ticket}),"
+        " 'ticket_type', to_jsonb(changed_type))",
     )
 
 
-def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) -> dict:
-    """The values of `ticket_checked_in_sql` for one admission, made `at`."""
+def ticket_statement_event_params(
+    *, organizer_id: int, event_id: int, type: Type, at: datetime
+) -> dict:
+    """The values of `ticket_statement_event_sql` for one change of `type`, made `at`."""
     return webhook_event_insert_params(
         name=_STATEMENT_EVENT,
         organizer_id=organizer_id,
         event_id=event_id,
-        type=Type.TICKET_CHECKED_IN,
+        type=type,
         at=at,
-        renderer=f"{__name__}.{ticket_checked_in_render.__name__}",
+        renderer=f"{__name__}.{ticket_row_render.__name__}",
     )
 
 
-def ticket_checked_in_render(events: list[WebhookEvent]) -> dict[str, dict]:
-    """The data of `ticket.checked_in` events the gate's statement recorded: the API's Ticket as
-    that statement admitted it (`source`: the rows of the ticket and its type), for all of them
-    in one pass. The form answers are read now: a check-in does not change them."""
+def ticket_checked_in_sql(*, admitted: str) -> str:
+    """`ticket_statement_event_sql` for the gate's admission."""
+    return ticket_statement_event_sql(ticket=admitted)
+
+
+def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) -> dict:
+    """The values of `ticket_checked_in_sql` for one admission, made `at`."""
+    return ticket_statement_event_params(
+        organizer_id=organizer_id, event_id=event_id, type=Type.TICKET_CHECKED_IN, at=at
+    )
+
+
+def ticket_row_render(events: list[WebhookEvent]) -> dict[str, dict]:
+    """The data of events a statement recorded: the API's Ticket as that statement left it
+    (`source`: the rows of the ticket and its type), for all of them in one pass. The form
+    answers are read now: neither an admission nor a creation writes them."""
     tickets = {event.pk: _ticket_from(event.source) for event in events}
     for ticket in tickets.values():
         ticket.has_answers = True  # not in the row: ask, for all of them in one query
     with_form_answers_of(list(tickets.values()))
     serializer = TicketSerializer()
     return {pk: {"ticket": serializer.to_representation(t)} for pk, t in tickets.items()}
+
+
+# The renderer named by the rows the gate recorded before it rendered every type's.
+ticket_checked_in_render = ticket_row_render
 
 
 @task(queue_name="webhooks")
@@ -130,7 +148,7 @@ def ticket_checked_in_publish(
     if envelope is None:  # its event's row was written by that statement: render it there
         WebhookEvent.objects.filter(pk=webhook_event_id, payload__data=None).update(
             source=admitted,
-            renderer=f"{__name__}.{ticket_checked_in_render.__name__}",
+            renderer=f"{__name__}.{ticket_row_render.__name__}",
             dispatched_at=None,
         )
         return
@@ -144,7 +162,7 @@ def ticket_checked_in_publish(
                 payload=envelope,
                 created_at=created_at,
                 source=admitted,
-                renderer=f"{__name__}.{ticket_checked_in_render.__name__}",
+                renderer=f"{__name__}.{ticket_row_render.__name__}",
             )
         ],
         ignore_conflicts=True,

@@ -1,5 +1,5 @@
 """`manage.py run_worker`: django-tasks' `db_worker`, run on several threads, with the requeue of
-abandoned tasks and, on the webhooks queue, the webhook outbox's relay.
+abandoned tasks and the outboxes' relays (webhook events, ticket emails).
 
 Run as many as needed, on any machines sharing the database: each thread is django-tasks-db's
 own `Worker`, which claims one task at a time with `SELECT ... FOR UPDATE SKIP LOCKED` (on
@@ -17,6 +17,8 @@ own beside them (`task_worker_loop(stop=...)`). The webhooks queue runs WEBHOOK_
 tasks at once, so that receivers that hang hold only some threads (their organizer's share), and
 the webhook outbox's relay: every worker that sends webhooks also dispatches them, with no other
 process to deploy, and the relays of several workers share the outbox's rows (SKIP LOCKED).
+The email queue's workers relay the ticket emails' outbox the same way. A worker of several
+queues runs the most threads any of them asks for.
 """
 
 import logging
@@ -56,7 +58,8 @@ def _daemon(target, name: str, **kwargs) -> None:
 class Command(DbWorkerCommand):
     help = (
         "Run a background task worker (django-tasks' db_worker) on several threads, that also "
-        "requeues tasks left RUNNING by a worker that died and relays the webhook outbox."
+        "requeues tasks left RUNNING by a worker that died and relays the outboxes of webhook "
+        "events and ticket emails."
     )
 
     def add_arguments(self, parser):
@@ -78,12 +81,14 @@ class Command(DbWorkerCommand):
         )
         queues = options["queue_name"].split(",")
         stopping = threading.Event()
+        wanted = [1]
         for config in apps.get_app_configs():
             queue = getattr(config, "task_queue", None)
             if queue is None or not ("*" in queues or queue in queues):
                 continue
             _daemon(config.task_worker_loop, f"{queue}-worker-loop", stop=stopping.is_set)
-            threads = threads or config.task_worker_threads()
+            wanted.append(config.task_worker_threads())
+        threads = threads or max(wanted)
         if (threads or 1) <= 1:
             return super().handle(*args, **options)
         self.configure_logging(options["verbosity"])
