@@ -12,11 +12,10 @@ from django.utils import timezone
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
-from ticketing.api.fields import INT32_MAX, Int32Field, StrictCharField
+from ticketing.api.fields import INT32_MAX, IdListField, Int32Field, StrictCharField
 from ticketing.api.schema_rules import SPACE, at_least_one_of, exactly_one_of
 
 from .codes import REFERENCE_CODE_MAX_LENGTH, REFERENCE_CODE_MIN_LENGTH, reference_code_validate
-from .id_lists import IdListField
 from .names import NAME_REFUSED_CHARACTERS, person_name_validate
 from .phones import phone_to_e164
 

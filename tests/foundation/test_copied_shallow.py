@@ -6,8 +6,8 @@ import copy
 import pytest
 from rest_framework import serializers
 
-from ticketing.api.fields import Int32Field, StrictCharField
-from tickets.inputs import IdListField, ScanCheckInInputSerializer
+from ticketing.api.fields import IdListField, Int32Field, StrictCharField
+from tickets.inputs import ScanCheckInInputSerializer
 
 
 class _Declared(serializers.Serializer):

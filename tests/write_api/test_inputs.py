@@ -8,7 +8,8 @@ from django.http import QueryDict
 from rest_framework import serializers
 
 from tests.factories import CheckInTypeFactory
-from tickets.inputs import IdListField, TicketCreateInputSerializer
+from ticketing.api.fields import IdListField
+from tickets.inputs import TicketCreateInputSerializer
 from tickets.models import TicketCheckIn
 
 from .helpers import checkin_url, client_for, db_state, tickets_url
