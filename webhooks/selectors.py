@@ -68,3 +68,10 @@ def webhook_types_subscribed(*, organizer_id: int) -> frozenset[str]:
     if seconds:
         _subscribed[organizer_id] = (now + seconds, types)
     return types
+
+
+def webhook_wants(*, organizer_id: int, type: str) -> bool:
+    """Whether some active endpoint of the organizer may want `type` (from the cache, usually:
+    the gate asks it to decide whether its one statement also records the event)."""
+    types = webhook_types_subscribed(organizer_id=organizer_id)
+    return "*" in types or type in types

@@ -25,7 +25,7 @@ from .exceptions import WebhookEndpointDisabled, WebhookEndpointLimitReached
 from .models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from .network import target_check
 from .secrets import secret_encrypt, secret_generate
-from .selectors import webhook_subscriptions_changed, webhook_types_subscribed
+from .selectors import webhook_subscriptions_changed, webhook_wants
 from .statements import event_insert_params
 
 # The types a change records; a `ping` is sent only by `webhook_endpoint_ping`, to one endpoint,
@@ -111,13 +111,6 @@ def _event_built(*, organizer_id: int, event_id: int | None, type: str, data) ->
         data=data,
     )
     return event
-
-
-def webhook_wants(*, organizer_id: int, type: str) -> bool:
-    """Whether some active endpoint of the organizer may want `type` (from the cache, usually:
-    the gate asks it to decide whether its one statement also records the event)."""
-    types = webhook_types_subscribed(organizer_id=organizer_id)
-    return "*" in types or type in types
 
 
 def webhook_event_record(

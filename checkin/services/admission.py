@@ -38,7 +38,7 @@ from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
 from tickets.selectors import ticket_from_output_row, ticket_key_column, ticket_output_columns
 from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_checked_in_params, ticket_checked_in_sql
-from webhooks.services import webhook_wants
+from webhooks.selectors import webhook_wants
 
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, simple_check_in_sql
 

@@ -38,7 +38,7 @@ from tickets.models import CheckInLog, ScanRecord, Ticket, TicketFormAnswer
 from tickets.selectors import with_form_answers_of
 from tickets.services.common import Actor
 from tickets.services.publishing import Type
-from webhooks.services import webhook_wants
+from webhooks.selectors import webhook_wants
 
 from .batch_chunk import Chunk
 

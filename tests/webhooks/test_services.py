@@ -16,7 +16,8 @@ from webhooks.delivering import (
 )
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.outcomes import retry_delay
-from webhooks.services import webhook_event_record, webhook_events_record, webhook_wants
+from webhooks.selectors import webhook_wants
+from webhooks.services import webhook_event_record, webhook_events_record
 
 from .helpers import endpoint_for
 

@@ -33,7 +33,8 @@ from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_checked_in_publish, ticket_event_record
 from webhooks.models import WebhookDelivery, WebhookEvent
 from webhooks.outbox import webhook_events_complete, webhook_outbox_relay
-from webhooks.services import webhook_endpoint_create, webhook_wants
+from webhooks.selectors import webhook_wants
+from webhooks.services import webhook_endpoint_create
 
 from .helpers import endpoint_for, wait_for
 

@@ -19,11 +19,11 @@ from django_tasks import task
 
 from events.models import TicketType
 from webhooks.models import WebhookEvent
+from webhooks.selectors import webhook_wants
 from webhooks.services import (
     webhook_event_insert_params,
     webhook_event_record,
     webhook_events_record,
-    webhook_wants,
 )
 from webhooks.statements import event_insert_sql
 
