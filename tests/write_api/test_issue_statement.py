@@ -22,7 +22,7 @@ from tickets.services import issuing
 from tickets.services.common import Actor
 from webhooks.models import WebhookEvent
 from webhooks.outbox import webhook_events_complete
-from webhooks.services import webhook_wants
+from webhooks.selectors import webhook_wants
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

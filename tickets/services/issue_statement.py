@@ -25,7 +25,7 @@ from django.db import transaction
 from events.models import TicketType
 from events.services import ticket_type_claim_sql
 from ticketing.db import insert_params, insert_sql, select_list
-from webhooks.services import webhook_wants
+from webhooks.selectors import webhook_wants
 
 from ..email_status import TicketEmail
 from ..models import Order, Ticket
