@@ -4,13 +4,13 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
 
 from ticketing.api.caller import caller_of
-from ticketing.api.filtering import ApiFilterBackend
+from ticketing.api.filtering import ApiFilterBackend, filters_asked
 from ticketing.api.permissions import HasValidToken
 
 from .filters import OrganizerFilter
 from .models import Organizer
 from .permissions import organizer_reach
-from .selectors import organizers_in_reach
+from .selectors import organizers_count, organizers_in_reach, organizers_page
 from .serializers import OrganizerSerializer
 
 
@@ -37,3 +37,18 @@ class OrganizersView(generics.ListAPIView):
 
     def get_queryset(self):
         return organizers_in_reach(reach=organizer_reach(caller_of(self.request)))
+
+    def list(self, request, *args, **kwargs):
+        if filters_asked(request, self):
+            return super().list(request, *args, **kwargs)
+        # No parameter but the page's: the same list, from plain statements.
+        reach = organizer_reach(caller_of(request))
+        organizers = self.paginator.paginate_reads(
+            request,
+            self,
+            page=lambda offset, per_page: organizers_page(
+                reach=reach, offset=offset, limit=per_page
+            ),
+            count=lambda: organizers_count(reach=reach),
+        )
+        return self.get_paginated_response(self.get_serializer(organizers, many=True).data)
