@@ -4,7 +4,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics
 
 from ticketing.api.caller import caller_of
-from ticketing.api.filtering import ApiFilterBackend, filters_asked
+from ticketing.api.filtering import ApiFilterBackend, PlainListMixin
 from ticketing.api.permissions import HasValidToken
 
 from .filters import OrganizerFilter
@@ -27,7 +27,7 @@ from .serializers import OrganizerSerializer
     },
     tags=["Organizers"],
 )
-class OrganizersView(generics.ListAPIView):
+class OrganizersView(PlainListMixin, generics.ListAPIView):
     permission_classes = [HasValidToken]
     serializer_class = OrganizerSerializer
     filter_backends = [ApiFilterBackend]
@@ -38,17 +38,9 @@ class OrganizersView(generics.ListAPIView):
     def get_queryset(self):
         return organizers_in_reach(reach=organizer_reach(caller_of(self.request)))
 
-    def list(self, request, *args, **kwargs):
-        if filters_asked(request, self):
-            return super().list(request, *args, **kwargs)
-        # No parameter but the page's: the same list, from plain statements.
-        reach = organizer_reach(caller_of(request))
-        organizers = self.paginator.paginate_reads(
-            request,
-            self,
-            page=lambda offset, per_page: organizers_page(
-                reach=reach, offset=offset, limit=per_page
-            ),
-            count=lambda: organizers_count(reach=reach),
+    def plain_list(self):
+        reach = organizer_reach(caller_of(self.request))
+        return (
+            lambda offset, per_page: organizers_page(reach=reach, offset=offset, limit=per_page),
+            lambda: organizers_count(reach=reach),
         )
-        return self.get_paginated_response(self.get_serializer(organizers, many=True).data)

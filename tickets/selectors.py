@@ -124,7 +124,8 @@ def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> list[Tick
     with connection.cursor() as cursor:
         cursor.execute(sql, [event_id, per_page, offset])
         rows = cursor.fetchall()
-    return [_ticket_from_row(row, using=connection.alias) for row in rows]
+    types: dict[int, TicketType] = {}
+    return [_ticket_from_row(row, using=connection.alias, types=types) for row in rows]
 
 
 def event_ticket_count(*, event_id: int) -> int:
@@ -207,13 +208,16 @@ def ticket_from_output_row(row, *, using: str) -> Ticket:
     return with_form_answers(ticket, has_answers=ticket.has_answers)
 
 
-def _ticket_from_row(row, *, using: str) -> Ticket:
+def _ticket_from_row(row, *, using: str, types: dict[int, TicketType] | None = None) -> Ticket:
     """The ticket of a `ticket_output_columns` row with its type, annotated `has_answers`
-    (for `with_form_answers_of`)."""
+    (for `with_form_answers_of`). `types`: the types already loaded, by id, which the tickets
+    of one page share (a page of 50 is mostly of one or two types)."""
     ticket = from_row(Ticket, row, using=using)
-    ticket.ticket_type = from_row(
-        TicketType, row, start=len(Ticket._meta.concrete_fields), using=using
-    )
+    types = {} if types is None else types
+    if ticket.ticket_type_id not in types:
+        start = len(Ticket._meta.concrete_fields)
+        types[ticket.ticket_type_id] = from_row(TicketType, row, start=start, using=using)
+    ticket.ticket_type = types[ticket.ticket_type_id]
     ticket.has_answers = bool(row[-1])
     return ticket
 

@@ -22,7 +22,7 @@ from ticketing.api.exceptions import (
     NotOrganizerMember,
     UserTokenRequired,
 )
-from ticketing.api.filtering import ApiFilterBackend
+from ticketing.api.filtering import ApiFilterBackend, PlainListMixin
 
 from .base_views import actor_of, error_response, validated
 from .exceptions import (
@@ -61,7 +61,7 @@ from .services.revoking import ticket_revoke
 
 
 @extend_schema(tags=["Tickets"])
-class EventTicketsView(generics.ListAPIView):
+class EventTicketsView(PlainListMixin, generics.ListAPIView):
     """GET lists the event's tickets; POST issues one (for external ticketing systems).
 
     Only POST needs a user token (CONTRACT §3 step 2).
@@ -89,25 +89,25 @@ class EventTicketsView(generics.ListAPIView):
         return super().get(request, *args, **kwargs)
 
     def get_queryset(self):
+        return event_tickets(event_id=self._event_id())
+
+    def _event_id(self) -> int:
         event = event_get_for_organizer(
             organizer_id=self.request.organizer_id, event_id=self.kwargs["event_id"]
         )
-        self.event_id = event.id
-        return event_tickets(event_id=event.id)
+        return event.id
 
     def paginate_queryset(self, queryset):
-        if self.filterset is not None:
-            return with_form_answers_of(super().paginate_queryset(queryset))
-        # No parameter but the page's: the same list, from statements compiled once.
-        tickets = self.paginator.paginate_reads(
-            self.request,
-            self,
-            page=lambda offset, per_page: event_ticket_page(
-                event_id=self.event_id, offset=offset, per_page=per_page
+        return with_form_answers_of(super().paginate_queryset(queryset))
+
+    def plain_list(self):
+        event_id = self._event_id()
+        return (
+            lambda offset, per_page: with_form_answers_of(
+                event_ticket_page(event_id=event_id, offset=offset, per_page=per_page)
             ),
-            count=lambda: event_ticket_count(event_id=self.event_id),
+            lambda: event_ticket_count(event_id=event_id),
         )
-        return with_form_answers_of(tickets)
 
     @extend_schema(
         tags=["tickets"],
