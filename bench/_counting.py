@@ -3,12 +3,15 @@
 Loaded only by the bench's settings (`bench/gate_settings.py`). Counting happens on the drivers,
 below Django, so nothing hides: psycopg's `Cursor.execute` sees every statement (the ORM's, raw
 cursors, connection setup, health checks), and redis-py's `send_packed_command` is called once
-per round trip (a pipeline sends all its commands in one). Gunicorn's sync workers serve one
-request at a time, so a process-wide counter is the request's. The counts travel back in two
-response headers, which the load generator reads.
+per round trip (a pipeline sends all its commands in one). A request runs on one thread, start
+to end (sync or gthread workers), so the counters are the thread's own: a process-wide counter
+would mix the requests a gthread worker serves at once. The counts travel back in two response
+headers, which the load generator reads.
 """
 
 from __future__ import annotations
+
+import threading
 
 import psycopg
 from redis.connection import AbstractConnection
@@ -16,12 +19,12 @@ from redis.connection import AbstractConnection
 SQL_HEADER = "X-Bench-SQL-Statements"
 REDIS_HEADER = "X-Bench-Redis-Round-Trips"
 
-_counts = {"sql": 0, "redis": 0}
+_counts = threading.local()
 
 
 def _counting(method, key: str):
     def wrapper(*args, **kwargs):
-        _counts[key] += 1
+        setattr(_counts, key, getattr(_counts, key, 0) + 1)
         return method(*args, **kwargs)
 
     wrapper.__wrapped__ = method
@@ -46,8 +49,8 @@ class CountingMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        _counts["sql"] = _counts["redis"] = 0
+        _counts.sql = _counts.redis = 0
         response = self.get_response(request)
-        response[SQL_HEADER] = str(_counts["sql"])
-        response[REDIS_HEADER] = str(_counts["redis"])
+        response[SQL_HEADER] = str(_counts.sql)
+        response[REDIS_HEADER] = str(_counts.redis)
         return response
