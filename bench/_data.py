@@ -128,6 +128,14 @@ def seed(*, tickets: int, gates: int, label: str) -> BenchData:
     )
 
 
+def reference_codes(data: BenchData, ids: list[int]) -> list[str]:
+    """The reference codes of the event's tickets `ids`, in that order: what a scan sends."""
+    from tickets.models import Ticket
+
+    by_id = dict(Ticket.objects.filter(event_id=data.event_id).values_list("id", "reference_code"))
+    return [by_id[i] for i in ids]
+
+
 def _analyze() -> None:
     """Give the planner statistics, as a live database has: right after a bulk insert it would
     otherwise guess, and pick sequential scans a deployment never sees."""

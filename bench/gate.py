@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import _wrk  # noqa: E402
-from bench._data import reopen, seed, settle  # noqa: E402
+from bench._data import BenchData, reference_codes, reopen, seed, settle  # noqa: E402
 from bench._harness import Gunicorn, free_port, own_database, percentile, release_database  # noqa: E402
 
 INFO = "GET /info"
@@ -94,37 +94,39 @@ def parse_args():
     return parser.parse_args()
 
 
-def seed_events(per_run: int):
-    """The simple event (scans, check-ins by id, used tickets) and the multi-mode one."""
+def seed_multi_event(*, tickets: int, label: str) -> tuple[BenchData, list[int]]:
+    """An event in multi mode (check-in types "Entrance" and "VIP Lounge"), and the types' ids."""
     from events.models import CheckInType
-    from tickets.models import Ticket
 
-    warm = max(200, per_run // 5)
-    simple = seed(tickets=2 * (warm + per_run) + USED, gates=8, label="gate")
-    multi = seed(tickets=2 * (warm + per_run), gates=8, label="gate-multi")
+    multi = seed(tickets=tickets, gates=8, label=label)
     types = [
         CheckInType.objects.create(event_id=multi.event_id, name=name, position=n).pk
         for n, name in enumerate(("Entrance", "VIP Lounge"))
     ]
+    return multi, types
 
-    def codes(data, ids):
-        by_id = dict(
-            Ticket.objects.filter(event_id=data.event_id).values_list("id", "reference_code")
-        )
-        return [by_id[i] for i in ids]
 
+def multi_scan_body(type_ids: list[int]) -> str:
+    """A scan-by-code body (the code left as `%s`) asking for the check-in types `type_ids`."""
+    return '{"reference_code": "%s", "check_in_type_ids": ' + json.dumps(type_ids) + "}"
+
+
+def seed_events(per_run: int):
+    """The simple event (scans, check-ins by id, used tickets) and the multi-mode one."""
+    warm = max(200, per_run // 5)
+    simple = seed(tickets=2 * (warm + per_run) + USED, gates=8, label="gate")
+    multi, types = seed_multi_event(tickets=2 * (warm + per_run), label="gate-multi")
     n = warm + per_run
-    simple_ids = simple.ticket_ids
     return (
         simple,
         multi,
         types,
         {
-            "scan": codes(simple, simple_ids[:n]),
-            "by id": simple_ids[n : 2 * n],
-            "used": codes(simple, simple_ids[2 * n :]),
-            "multi 1": codes(multi, multi.ticket_ids[:n]),
-            "multi 2": codes(multi, multi.ticket_ids[n:]),
+            "scan": reference_codes(simple, simple.ticket_ids[:n]),
+            "by id": simple.ticket_ids[n : 2 * n],
+            "used": reference_codes(simple, simple.ticket_ids[2 * n :]),
+            "multi 1": reference_codes(multi, multi.ticket_ids[:n]),
+            "multi 2": reference_codes(multi, multi.ticket_ids[n:]),
         },
         warm,
     )
@@ -143,9 +145,6 @@ def mark_used(event_id: int, codes: list[str]) -> None:
 def workloads(simple, multi, types, pools, *, pages: int, extra: bool) -> list[Workload]:
     scan = "/tickets/checkin"
     code = '{"reference_code": "%s"}'
-
-    def multi_body(type_ids):
-        return '{"reference_code": "%s", "check_in_type_ids": ' + json.dumps(type_ids) + "}"
 
     def load(path, data, **kwargs):
         return _wrk.Load(path, tokens=data.gate_tokens, **kwargs)
@@ -180,14 +179,14 @@ def workloads(simple, multi, types, pools, *, pages: int, extra: bool) -> list[W
         ),
         Workload(
             "scan, 1 check-in type",
-            load(multi.event_path + scan, multi, body=multi_body(types[:1]), **post),
+            load(multi.event_path + scan, multi, body=multi_scan_body(types[:1]), **post),
             {200},
             True,
             pools["multi 1"],
         ),
         Workload(
             "scan, 2 check-in types",
-            load(multi.event_path + scan, multi, body=multi_body(types), **post),
+            load(multi.event_path + scan, multi, body=multi_scan_body(types), **post),
             {200},
             True,
             pools["multi 2"],
