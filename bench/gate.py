@@ -11,9 +11,10 @@ It creates a database of its own (the server's name plus `_gate_bench`), seeds t
 It starts gunicorn with `deploy/gunicorn.conf.py` and the production settings plus a counting
 middleware (`bench/gate_settings.py`, `bench/_counting.py`: SQL statements and Redis round trips
 counted in the server, on the drivers, per request). Each workload is one wrk run
-(`bench/_wrk.py`) of `--seconds` at `--connections` (sync workers close every connection, so
-each request opens one, as a gate through a proxy that does not keep them), after an untimed
-second of its own:
+(`bench/_wrk.py`) of `--seconds` at `--connections`, after an untimed second of its own. The
+workers are the deploy's (`--worker-class gthread`: 4 threads each, connections kept open) or
+`--worker-class sync` (one thread; each request opens a connection, as a gate through a proxy
+that does not keep them):
 
 - `GET /info`: no token, no database; the baseline of the first ratios;
 - `GET /organizers`: the trivial authenticated GET;
@@ -87,6 +88,12 @@ def parse_args():
     parser.add_argument("--rounds", type=int, default=1, help="Each ratio: median of rounds'.")
     parser.add_argument("--port", type=int, default=0, help="Loopback port (0: a free one).")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
+    parser.add_argument(
+        "--worker-class",
+        choices=("gthread", "sync"),
+        default="gthread",
+        help="gunicorn's worker class (gthread: the deploy's, 4 threads; sync: one thread).",
+    )
     parser.add_argument("--per-second", type=int, default=900, help="Tickets per timed second.")
     parser.add_argument("--extra", action="store_true", help="Also find by code and q=.")
     parser.add_argument("--json", type=Path, help="Also write the rounds' figures here.")
@@ -264,6 +271,7 @@ def main() -> int:
         # Far above what the bench reaches: the limiter's round trip still happens each call.
         API_RATE_LIMIT="100000000/m",
         CACHE_KEY_PREFIX="gate-bench",
+        GUNICORN_WORKER_CLASS=args.worker_class,
     )
     per_run = int(args.per_second * args.seconds)
     simple, multi, types, pools, warm = seed_events(per_run)
@@ -310,13 +318,20 @@ def _copy(load: _wrk.Load, items: list) -> _wrk.Load:
     return _wrk.Load(**{**load.__dict__, "items": items})
 
 
+def _connections(worker_class: str) -> str:
+    if worker_class == "sync":
+        return "a new connection per request (sync workers close each)"
+    return "connections kept open (gthread, 4 threads a worker)"
+
+
 def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], workers: int) -> int:
     def ratios(name: str, of: str) -> list[float]:
         return [a.rate / b.rate for a, b in zip(rounds[name], rounds[of], strict=True) if b.rate]
 
     print(
         f"\n{len(rounds[INFO])} round(s); each workload {args.seconds:.0f} s, wrk -t{args.threads} "
-        f"-c{args.connections}, a new connection per request; {workers} gunicorn sync workers; "
+        f"-c{args.connections}, {_connections(args.worker_class)}; {workers} gunicorn "
+        f"{args.worker_class} workers; "
         "median rate of the rounds, p50/p99 of the median round, ratios: median of the rounds' "
         "(range in brackets)"
     )

@@ -3,8 +3,8 @@
 Everything comes from the environment, so one file serves a laptop and a fleet:
 - `PORT` (8000) and `HOST` (127.0.0.1; containers and hosts behind a balancer set 0.0.0.0),
 - `WEB_CONCURRENCY`: worker processes, default one per core and at least 2 (measured, below),
-- `GUNICORN_WORKER_CLASS` / `GUNICORN_THREADS` (`gthread` / 4) and `GUNICORN_MAX_REQUESTS`
-  (100,000), to measure alternatives with `bench/gate.py`,
+- `GUNICORN_WORKER_CLASS` / `GUNICORN_THREADS` (`gthread` / 4; `sync` has 1 thread) and
+  `GUNICORN_MAX_REQUESTS` (100,000), to measure alternatives with `bench/gate.py`,
 - `GUNICORN_TIMEOUT`: seconds before a stuck worker is killed and replaced (30).
 
 App servers hold no state: any number of them, on any number of machines, can share one
@@ -35,7 +35,8 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 # Up to `workers × threads` database connections per server (8 at 2 × 4).
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count())))
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+# Gunicorn runs gthread whatever the class asked for once threads > 1: sync means one thread.
+threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
 
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = 30
