@@ -1,5 +1,5 @@
 """What the browser's middleware costs a bearer-token API call: Django's session, CSRF, user and
-messages middleware against `ticketing.browser_middleware`'s, alternately, in one process.
+messages middleware against `ticketing.middleware`'s, alternately, in one process.
 
 Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), from the repository root:
 
@@ -61,7 +61,7 @@ def main() -> int:
     variants = {
         "browser middleware skipped": ours,
         "Django's, every request": [
-            DJANGO_ONES.get(path.rsplit(".", 1)[1], path) if "browser_middleware" in path else path
+            DJANGO_ONES.get(path.rsplit(".", 1)[1], path) if path.startswith("ticketing.") else path
             for path in ours
         ],
     }

@@ -60,7 +60,7 @@ def site_url_is_public(app_configs, **kwargs):
 def csrf_middleware_is_installed(app_configs, **kwargs):
     """Django's CSRF middleware, or a subclass of it, is in MIDDLEWARE. Django's own check
     (security.W003) looks for its dotted path only, and production silences it for ours:
-    `ticketing.browser_middleware.CsrfViewMiddleware`, which bearer-token API calls skip."""
+    `ticketing.middleware.CsrfViewMiddleware`, which bearer-token API calls skip."""
     from django.middleware.csrf import CsrfViewMiddleware
     from django.utils.module_loading import import_string
 
@@ -69,7 +69,7 @@ def csrf_middleware_is_installed(app_configs, **kwargs):
     return [
         Error(
             "No CSRF middleware in MIDDLEWARE: the admin's and the pages' forms are unprotected.",
-            hint="Keep ticketing.browser_middleware.CsrfViewMiddleware in MIDDLEWARE.",
+            hint="Keep ticketing.middleware.CsrfViewMiddleware in MIDDLEWARE.",
             id="ticketing.E003",
         )
     ]

@@ -1,4 +1,5 @@
-"""Keep OAuth secrets out of log lines (CONTRACT §4), including tokens sent in a query string.
+"""The filters of every log line: OAuth secrets kept out (CONTRACT §4), including tokens sent in
+a query string, and the id of the request being served stamped in (`RequestIdFilter`).
 
 Of a URL's query only the parameter names are logged, never a value. A rule by name ("scrub
 `access_token`") misses every name the rule reads differently from the client or the server
@@ -14,6 +15,7 @@ that handler: Django's development server access log (`django.server`) and gunic
 "Not Found: <path>", a URL quoted in an exception), goes through `loggable_url`.
 """
 
+import contextvars
 import logging
 import re
 import string
@@ -220,3 +222,25 @@ def install_token_scrubbing() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, ScrubTokensFilter) for f in logger.filters):
             logger.addFilter(ScrubTokensFilter())
+
+
+# --- The request being served, on every record ----------------------------------------------
+
+# Set by `ticketing.middleware.RequestIdMiddleware` for the request being served: every record
+# written meanwhile carries it, whichever logger wrote it.
+request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "request_id", default=None
+)
+
+
+def current_request_id() -> str | None:
+    return request_id_var.get()
+
+
+class RequestIdFilter(logging.Filter):
+    """Stamp every record with the id of the request being served (`-` outside a request)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not getattr(record, "request_id", None):
+            record.request_id = request_id_var.get() or "-"
+        return True

@@ -1,51 +1,44 @@
-"""Request ids and one structured log line per request; no caching of API answers.
+"""The project's middleware: request ids and one structured log line per request, no caching of
+API answers, the API's one language, and Django's browser middleware skipped by bearer-token API
+calls.
 
 Every response carries `X-Request-ID`: the caller's own when it sent a sane one (a load balancer
 or gateway usually sets it, so one id follows the request through every hop), a fresh one
-otherwise. The id is kept in a context variable so that every log record written while the
-request runs carries it, whichever logger wrote it.
+otherwise. The id is kept in a context variable (`ticketing.logging.request_id_var`) so that
+every log record written while the request runs carries it, whichever logger wrote it.
+
+The logging configuration imports nothing of this module (its filters are in `ticketing.logging`):
+it is loaded with the apps, so it may import `django.contrib.auth`'s middleware and models.
 """
 
-import contextvars
 import logging
 import re
 import time
 import uuid
 
 from django.conf import settings
+from django.contrib.auth import middleware as auth_middleware
+from django.contrib.messages import middleware as messages_middleware
+from django.contrib.sessions import middleware as sessions_middleware
 from django.core.signals import request_finished
 from django.dispatch import receiver
+from django.middleware import csrf
 from django.middleware.locale import LocaleMiddleware
 from django.utils import translation
 
-from ticketing.logging import loggable_url
+from ticketing.logging import loggable_url, request_id_var
 
 REQUEST_ID_HEADER = "X-Request-ID"
 
 # Ids end up in response headers and log lines: printable, short, no spaces, no CR/LF.
 _SANE_REQUEST_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}")
 
-_request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
-
 request_logger = logging.getLogger("ticketing.request")
-
-
-def current_request_id() -> str | None:
-    return _request_id.get()
 
 
 def _incoming_request_id(request) -> str | None:
     raw = request.META.get("HTTP_X_REQUEST_ID", "")
     return raw if _SANE_REQUEST_ID.fullmatch(raw) else None
-
-
-class RequestIdFilter(logging.Filter):
-    """Stamp every record with the id of the request being served (`-` outside a request)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if not getattr(record, "request_id", None):
-            record.request_id = _request_id.get() or "-"
-        return True
 
 
 class RequestIdMiddleware:
@@ -63,7 +56,7 @@ class RequestIdMiddleware:
         request.request_id = request_id
         # Cleared on request_finished, not here: Django logs 4xx/5xx ("Bad Request: ...") after
         # the middleware chain returns, and that line should carry the id too.
-        _request_id.set(request_id)
+        request_id_var.set(request_id)
         started = time.monotonic()
         response = self.get_response(request)
         response[REQUEST_ID_HEADER] = request_id
@@ -73,7 +66,7 @@ class RequestIdMiddleware:
 
 @receiver(request_finished)
 def _forget_request_id(**kwargs) -> None:
-    _request_id.set(None)
+    request_id_var.set(None)
 
 
 def _log_request(request, status: int, elapsed: float) -> None:
@@ -132,3 +125,49 @@ class SiteLocaleMiddleware(LocaleMiddleware):
         if request.path_info.startswith("/api/"):
             return response
         return super().process_response(request, response)
+
+
+# --- Django's browser middleware (session, CSRF, user, messages) ----------------------------
+
+
+def is_bearer_api_call(request) -> bool:
+    """An API call with `Authorization: Bearer`: the token is the whole of its authentication.
+
+    The API authenticates only by token (DRF's views are CSRF-exempt, no session authentication),
+    so such a call reads no session, shows no messages and has no user but the token's: the
+    browser's middleware below would only cost it time (a tenth of a scan's worker time).
+    """
+    return (
+        request.path_info.startswith("/api/")
+        and request.META.get("HTTP_AUTHORIZATION", "")[:7].lower() == "bearer "
+    )
+
+
+class _BrowserOnly:
+    """Mixin for a Django middleware that bearer-token API calls pass straight through."""
+
+    def __call__(self, request):
+        if is_bearer_api_call(request):
+            return self.get_response(request)
+        return super().__call__(request)
+
+
+class SessionMiddleware(_BrowserOnly, sessions_middleware.SessionMiddleware):
+    """Django's, for everything but bearer-token API calls."""
+
+
+class CsrfViewMiddleware(_BrowserOnly, csrf.CsrfViewMiddleware):
+    """Django's, for everything but bearer-token API calls (whose views are exempt anyway)."""
+
+    def process_view(self, request, callback, callback_args, callback_kwargs):
+        if is_bearer_api_call(request):
+            return None
+        return super().process_view(request, callback, callback_args, callback_kwargs)
+
+
+class AuthenticationMiddleware(_BrowserOnly, auth_middleware.AuthenticationMiddleware):
+    """Django's, for everything but bearer-token API calls (DRF sets their `user`)."""
+
+
+class MessageMiddleware(_BrowserOnly, messages_middleware.MessageMiddleware):
+    """Django's, for everything but bearer-token API calls."""

@@ -8,7 +8,7 @@ from django.test import Client, RequestFactory
 
 from oauth_setup import token_cache
 from tests.support import TokenClient, mint_token
-from ticketing.browser_middleware import (
+from ticketing.middleware import (
     AuthenticationMiddleware,
     CsrfViewMiddleware,
     MessageMiddleware,

@@ -121,7 +121,7 @@ def test_site_url_check_is_a_deployment_check(settings):
 @pytest.mark.parametrize(
     "csrf, refused",
     [
-        ("ticketing.browser_middleware.CsrfViewMiddleware", False),
+        ("ticketing.middleware.CsrfViewMiddleware", False),
         ("django.middleware.csrf.CsrfViewMiddleware", False),
         (None, True),
     ],

@@ -10,8 +10,7 @@ import pytest
 
 from tests.support import mint_token
 from ticketing.log_format import JsonFormatter
-from ticketing.logging import ScrubTokensFilter, scrub, scrub_url
-from ticketing.middleware import RequestIdFilter
+from ticketing.logging import RequestIdFilter, ScrubTokensFilter, scrub, scrub_url
 
 pytestmark = pytest.mark.django_db
 

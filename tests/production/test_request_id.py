@@ -10,8 +10,7 @@ from django.db import OperationalError
 from django.test import override_settings
 
 from ticketing.log_format import JsonFormatter
-from ticketing.logging import ScrubTokensFilter
-from ticketing.middleware import RequestIdFilter
+from ticketing.logging import RequestIdFilter, ScrubTokensFilter
 
 pytestmark = pytest.mark.django_db
 

@@ -63,12 +63,12 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Django's session, CSRF, user and messages, passed straight through by bearer-token calls.
-    "ticketing.browser_middleware.SessionMiddleware",
+    "ticketing.middleware.SessionMiddleware",
     "ticketing.middleware.SiteLocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "ticketing.browser_middleware.CsrfViewMiddleware",
-    "ticketing.browser_middleware.AuthenticationMiddleware",
-    "ticketing.browser_middleware.MessageMiddleware",
+    "ticketing.middleware.CsrfViewMiddleware",
+    "ticketing.middleware.AuthenticationMiddleware",
+    "ticketing.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 
@@ -348,7 +348,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {
         "scrub_tokens": {"()": "ticketing.logging.ScrubTokensFilter"},
-        "request_id": {"()": "ticketing.middleware.RequestIdFilter"},
+        "request_id": {"()": "ticketing.logging.RequestIdFilter"},
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},

@@ -54,7 +54,7 @@ SILENCED_SYSTEM_CHECKS = [
     # A refresh in the grace period mints a new pair (oauth_setup.validators) rather than
     # returning the stored plaintext one that hashed storage does not keep.
     "oauth2_provider.E001",
-    # CSRF is Django's middleware subclassed (ticketing.browser_middleware), which this check
+    # CSRF is Django's middleware subclassed (ticketing.middleware), which this check
     # does not recognise by its path; ticketing.E003 checks for it instead.
     "security.W003",
 ]
