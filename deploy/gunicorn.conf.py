@@ -120,7 +120,7 @@ loglevel = os.environ.get("GUNICORN_LOG_LEVEL", "info")
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "ticketing.log_format.JsonFormatter"}},
+    "formatters": {"json": {"()": "ticketing.logging.JsonFormatter"}},
     "handlers": {
         "stdout": {
             "class": "logging.StreamHandler",

@@ -1,5 +1,7 @@
-"""The filters of every log line: OAuth secrets kept out (CONTRACT §4), including tokens sent in
-a query string, and the id of the request being served stamped in (`RequestIdFilter`).
+"""What a log line holds: OAuth secrets kept out (CONTRACT §4), including tokens sent in a query
+string; the id of the request being served (`RequestIdFilter`); and, for log shippers, one JSON
+object per line (`JsonFormatter`). The logging configurations (settings.LOGGING, gunicorn's)
+load these classes before Django is set up: this module imports nothing of Django's.
 
 Of a URL's query only the parameter names are logged, never a value. A rule by name ("scrub
 `access_token`") misses every name the rule reads differently from the client or the server
@@ -16,10 +18,12 @@ that handler: Django's development server access log (`django.server`) and gunic
 """
 
 import contextvars
+import json
 import logging
 import re
 import string
 import unicodedata
+from datetime import UTC, datetime
 from urllib.parse import unquote, unquote_plus
 
 SCRUBBED = "[scrubbed]"
@@ -244,3 +248,38 @@ class RequestIdFilter(logging.Filter):
         if not getattr(record, "request_id", None):
             record.request_id = request_id_var.get() or "-"
         return True
+
+
+# --- One JSON object per line, for log shippers (production's stdout) -----------------------
+
+# Record attributes worth shipping when a logger sets them through `extra=`.
+_EXTRA_FIELDS = ("http_method", "http_path", "http_status", "duration_ms", "status_code")
+
+
+class JsonFormatter(logging.Formatter):
+    """Fields: `time` (ISO 8601, UTC), `level`, `logger`, `message`, `request_id`, the `http_*`
+    and `duration_ms` fields of access lines, `status_code` of Django's request errors, and
+    `exc_type` / `exc` (the traceback) when an exception is attached. Tracebacks go to the log,
+    never to a response body."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(
+                timespec="milliseconds"
+            ),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": getattr(record, "request_id", None) or "-",
+        }
+        for name in _EXTRA_FIELDS:
+            value = getattr(record, name, None)
+            if isinstance(value, str | int | float):
+                entry[name] = scrub_url(value) if name == "http_path" else value
+        if record.exc_info and record.exc_info[0] is not None:
+            entry["exc_type"] = record.exc_info[0].__name__
+            # A traceback can quote a request line or a SQL parameter that held a token.
+            entry["exc"] = scrub(self.formatException(record.exc_info))
+        elif record.exc_text:
+            entry["exc"] = scrub(record.exc_text)
+        return json.dumps(entry, ensure_ascii=False, default=str)

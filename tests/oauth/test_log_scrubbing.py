@@ -19,8 +19,7 @@ from tests.oauth.support import (
     server_env,
 )
 from tests.support import mint_token
-from ticketing.log_format import JsonFormatter
-from ticketing.logging import ACCESS_LOGGERS, ScrubTokensFilter, scrub, scrub_url
+from ticketing.logging import ACCESS_LOGGERS, JsonFormatter, ScrubTokensFilter, scrub, scrub_url
 
 SECRET = "s3cr3tT0kenValue-_.~+/"
 # The shape of a token the server issues (DOT: 30 letters and digits).

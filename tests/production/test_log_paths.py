@@ -9,8 +9,7 @@ import logging
 import pytest
 
 from tests.support import mint_token
-from ticketing.log_format import JsonFormatter
-from ticketing.logging import RequestIdFilter, ScrubTokensFilter, scrub, scrub_url
+from ticketing.logging import JsonFormatter, RequestIdFilter, ScrubTokensFilter, scrub, scrub_url
 
 pytestmark = pytest.mark.django_db
 

@@ -9,8 +9,7 @@ import pytest
 from django.db import OperationalError
 from django.test import override_settings
 
-from ticketing.log_format import JsonFormatter
-from ticketing.logging import RequestIdFilter, ScrubTokensFilter
+from ticketing.logging import JsonFormatter, RequestIdFilter, ScrubTokensFilter
 
 pytestmark = pytest.mark.django_db
 

@@ -352,7 +352,7 @@ LOGGING = {
     },
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
-        "json": {"()": "ticketing.log_format.JsonFormatter"},
+        "json": {"()": "ticketing.logging.JsonFormatter"},
     },
     "handlers": {
         "console": {
