@@ -24,12 +24,14 @@ that does not keep them):
 - scan-by-code in multi mode with `check_in_type_ids` of 1 type and of 2 types;
 - refusals: scan-by-code of an already used ticket (422) and of an unknown code (404).
 
-With `--extra`, find by code (event-scoped and global) and `q=` too. Every line is a ratio to
-that round's `GET /info`; the multi-mode scans and the refusals also to that round's simple
-scan, with issue 29's targets beside them. With `--rounds N` every workload runs N times, in
-turn (the events' tickets made active again between rounds), and each ratio is the median of
-its rounds' ratios: this machine's speed drifts by tens of percent within minutes. A workload
-after one that wrote starts from a vacuumed and checkpointed database (`bench._data.settle`).
+With `--extra`, find by code (event-scoped and global) and `q=` too. This machine's speed drifts
+by tens of percent within minutes, so every workload's run follows a `GET /info` run of its own,
+of the same length: its ratio to `/info` is to that neighbour, and its ratio to the simple scan
+(the multi-mode scans and the refusals) is of the two ratios to their neighbours. Issue 29's
+targets stand beside them. With `--rounds N` every workload runs N times, in turn (the events'
+tickets made active again between rounds), and each ratio is the median of its rounds' ratios.
+A workload after one that wrote starts from a vacuumed and checkpointed database
+(`bench._data.settle`).
 
 wrk's own CPU and the gunicorn workers' are read from /proc over each run and printed as
 shares of one core: what the generator took from the server on a machine they share. `CPU ms`
@@ -280,6 +282,7 @@ def main() -> int:
     server = Gunicorn(port=port, env=env, workers=args.workers, name="gate-bench")
     server.start()
     rounds: dict[str, list[_wrk.WrkRun]] = {w.name: [] for w in plan}
+    beside: dict[str, list[_wrk.WrkRun]] = {w.name: [] for w in plan}  # each run's `/info`
     try:
         server.wait_ready()
         workers = len(server.worker_pids())
@@ -300,6 +303,9 @@ def main() -> int:
                 if workload.pool is not None:
                     warm_load = _copy(workload.load, workload.pool[:warm])
                     timed_load = _copy(workload.load, workload.pool[warm:])
+                if workload.name != INFO:  # its neighbour, the baseline of its ratios
+                    info = _wrk.run(INFO, port, plan[0].load, seconds=args.seconds, **common)
+                    beside[workload.name].append(info)
                 _wrk.run("warm-up", port, warm_load, seconds=1, **common)
                 result = _wrk.run(workload.name, port, timed_load, seconds=args.seconds, **common)
                 rounds[workload.name].append(result)
@@ -311,7 +317,8 @@ def main() -> int:
         release_database(bench_url, keep=args.keep_db)
     if args.json:
         args.json.write_text(json.dumps({k: [r.__dict__ for r in v] for k, v in rounds.items()}))
-    return report(args, plan, rounds, workers)
+    beside[INFO] = rounds[INFO]
+    return report(args, plan, rounds, beside, workers)
 
 
 def _copy(load: _wrk.Load, items: list) -> _wrk.Load:
@@ -324,16 +331,25 @@ def _connections(worker_class: str) -> str:
     return "connections kept open (gthread, 4 threads a worker)"
 
 
-def report(args, plan: list[Workload], rounds: dict[str, list[_wrk.WrkRun]], workers: int) -> int:
+def report(args, plan: list[Workload], rounds: dict, beside: dict, workers: int) -> int:
+    """Each ratio is to the `/info` run beside the workload's (`beside`), or of two such."""
+
+    def to_neighbour(name: str) -> list[float]:
+        pairs = zip(rounds[name], beside[name], strict=True)
+        return [run.rate / info.rate if info.rate else 0.0 for run, info in pairs]
+
     def ratios(name: str, of: str) -> list[float]:
-        return [a.rate / b.rate for a, b in zip(rounds[name], rounds[of], strict=True) if b.rate]
+        if of == INFO:
+            return to_neighbour(name)
+        pairs = zip(to_neighbour(name), to_neighbour(of), strict=True)
+        return [mine / theirs for mine, theirs in pairs if theirs]
 
     print(
         f"\n{len(rounds[INFO])} round(s); each workload {args.seconds:.0f} s, wrk -t{args.threads} "
         f"-c{args.connections}, {_connections(args.worker_class)}; {workers} gunicorn "
         f"{args.worker_class} workers; "
-        "median rate of the rounds, p50/p99 of the median round, ratios: median of the rounds' "
-        "(range in brackets)"
+        "median rate of the rounds, p50/p99 of the median round, ratios (to the /info run "
+        "beside each): median of the rounds' (range in brackets)"
     )
     header = (
         f"{'workload':<24} {'req/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'SQL/req':>7} {'Redis':>5} "
