@@ -1,6 +1,7 @@
 """Reads of tickets and orders, each loading what its serializer reads."""
 
 import functools
+from dataclasses import dataclass
 
 from django.db import connections, router
 from django.db.models import (
@@ -106,13 +107,22 @@ _TICKETS_WITH_TYPES = Ticket.objects.select_related("ticket_type").annotate(
 )
 
 
-def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> list[Ticket]:
+@dataclass(frozen=True)
+class TicketPage:
+    tickets: list[Ticket]
+    total: int | None  # how many the event has, read with the page; None for an empty page
+
+
+def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> TicketPage:
     """A page of the event's tickets in the default order, as the list without parameters
-    shows it (`event_tickets`, then `order_queryset`): one plain statement, where the ORM
-    compiled a new one per page (a third of the list's time). The page's ids come from the
-    event's index alone, then their rows. Pinned to the ORM's page by
-    tests/read_api/test_event_tickets.py."""
-    sql = f"""SELECT {ticket_output_columns(ticket="t", ticket_type="tt")}
+    shows it (`event_tickets`, then `order_queryset`), with the event's count: one plain
+    statement, where the ORM compiled a new one per page (a third of the list's time) and a
+    second counted. The page's ids come from the event's index alone, then their rows; the
+    count reads the same index, in the same snapshot. Pinned to the ORM's page and count by
+    tests/foundation/test_plain_statements.py."""
+    sql = f"""SELECT (
+            SELECT COUNT(*) FROM {Ticket._meta.db_table} WHERE event_id = %s
+        ), {ticket_output_columns(ticket="t", ticket_type="tt")}
         FROM {Ticket._meta.db_table} AS t
         JOIN {TicketType._meta.db_table} AS tt ON tt.id = t.ticket_type_id
         WHERE t.id IN (
@@ -122,10 +132,11 @@ def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> list[Tick
         ORDER BY t.id"""
     connection = _reading()
     with connection.cursor() as cursor:
-        cursor.execute(sql, [event_id, per_page, offset])
+        cursor.execute(sql, [event_id, event_id, per_page, offset])
         rows = cursor.fetchall()
     types: dict[int, TicketType] = {}
-    return [_ticket_from_row(row, using=connection.alias, types=types) for row in rows]
+    tickets = [_ticket_from_row(row[1:], using=connection.alias, types=types) for row in rows]
+    return TicketPage(tickets=tickets, total=rows[0][0] if rows else None)
 
 
 def event_ticket_count(*, event_id: int) -> int:

@@ -102,12 +102,17 @@ class EventTicketsView(PlainListMixin, generics.ListAPIView):
 
     def plain_list(self):
         event_id = self._event_id()
-        return (
-            lambda offset, per_page: with_form_answers_of(
-                event_ticket_page(event_id=event_id, offset=offset, per_page=per_page)
-            ),
-            lambda: event_ticket_count(event_id=event_id),
-        )
+        read = {}
+
+        def page(offset: int, per_page: int) -> list:
+            read["page"] = event_ticket_page(event_id=event_id, offset=offset, per_page=per_page)
+            return with_form_answers_of(read["page"].tickets)
+
+        def count() -> int:  # read with the page, unless the page was empty
+            total = read["page"].total
+            return event_ticket_count(event_id=event_id) if total is None else total
+
+        return page, count
 
     @extend_schema(
         tags=["tickets"],

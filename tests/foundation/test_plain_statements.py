@@ -132,8 +132,10 @@ def test_event_ticket_page_is_the_orms_page(event, ticket_type):
     orm = Ticket.objects.filter(event=event).select_related("ticket_type").order_by("id")
     orm = orm.annotate(has_answers=Exists(TicketFormAnswer.objects.filter(ticket=OuterRef("pk"))))
     for offset in (0, 1, 3, 5):
-        found = event_ticket_page(event_id=event.pk, offset=offset, per_page=2)
+        page = event_ticket_page(event_id=event.pk, offset=offset, per_page=2)
+        found = page.tickets
         expected = list(orm[offset : offset + 2])
+        assert page.total == (orm.count() if expected else None)
         assert [_fields(t) for t in found] == [_fields(t) for t in expected]
         assert [t.has_answers for t in found] == [t.has_answers for t in expected]
         assert [_fields(t.ticket_type) for t in found] == [_fields(t.ticket_type) for t in expected]
