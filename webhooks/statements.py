@@ -23,10 +23,9 @@ from typing import Any
 
 from django.db import connection
 
-from .models import WebhookEvent
+from ticketing.db import insert_params, insert_sql
 
-# The columns a statement writes, in order; the rest keep their defaults (NULL).
-_COLUMNS = ("id", "organizer", "type", "payload", "created_at", "source", "renderer")
+from .models import WebhookEvent
 
 
 def event_insert_sql(*, name: str, source: str, rows: str) -> str:
@@ -34,29 +33,17 @@ def event_insert_sql(*, name: str, source: str, rows: str) -> str:
     `source` (a FROM clause: the change's statement yields one row, or none when it changed
     nothing), with `rows` (an SQL expression over `source`, JSON) as its `source`. Values:
     `event_insert_params` with the same `name`."""
-    fields = [WebhookEvent._meta.get_field(column) for column in _COLUMNS]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    values = ", ".join(
-        rows if field.name == "source" else f"%({name}_{field.name})s" for field in fields
-    )
-    table = connection.ops.quote_name(WebhookEvent._meta.db_table)
-    return f"{name} AS (\n  INSERT INTO {table} ({columns})\n  SELECT {values} FROM {source}\n)"
+    return insert_sql(WebhookEvent, name=name, source=source, values={"source": rows})
 
 
 def event_insert_params(
     *, name: str, event: WebhookEvent, at: datetime, renderer: str
 ) -> dict[str, Any]:
     """The values of `event_insert_sql` for `event` (unsaved, its data None), each as the ORM
-    prepares its field's value for saving."""
+    prepares its field's value for saving (`ticketing.db.insert_params`)."""
     event.created_at, event.renderer = at, renderer
-    params = {}
-    for column in _COLUMNS:
-        if column == "source":
-            continue
-        field = WebhookEvent._meta.get_field(column)
-        params[f"{name}_{field.name}"] = field.get_db_prep_save(
-            field.pre_save(event, add=True), connection
-        )
+    params = insert_params(event, name=name)
+    del params[f"{name}_source"]  # the statement's own rows
     return params
 
 
