@@ -161,6 +161,10 @@ def test_offline_scans_are_decided_locally_kept_across_a_reload_and_uploaded(
             _fresh(page)
 
             context.set_offline(True)
+            # The page has seen the network go: a scan before that would upload at once.
+            page.wait_for_function(
+                "() => document.getElementById('freshness').dataset.state === 'offline'"
+            )
             answers = [
                 _scan(page, code)
                 for code in ["VALID001", "VALID002", "VALID003", "USED0001", "NOPE0001", "VALID001"]
