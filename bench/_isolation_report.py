@@ -21,6 +21,11 @@ def report(args, upload_times, quiet, busy, stats, answered, hung, token_runs) -
     server = f"{args.workers} {args.worker_class or 'deploy default'} workers"
     if args.threads:
         server += f" × {args.threads} threads"
+    if upload_times is None:  # --only-tokens
+        print(f"\n{server}")
+        _tokens(token_runs, verdict)
+        print(f"\nmissed: {', '.join(misses) or 'nothing'}")
+        return 1 if misses else 0
     print(f"\n1. 500-scan batch uploads, PostgreSQL, {server}")
     for kind, seconds in upload_times.items():
         print(
@@ -73,6 +78,10 @@ def _background_and_tokens(answered, hung, token_runs, verdict) -> None:
         else:
             line += f"; emails delivered: {sum(m != float('inf') for m in mails)} (they wait)"
         print(line)
+    _tokens(token_runs, verdict)
+
+
+def _tokens(token_runs, verdict) -> None:
     print("\n4. client-credentials token issuance vs authenticated GET /organizers (wrk -c8)")
     for run in token_runs:
         print(

@@ -77,6 +77,7 @@ def parse_args():
     parser.add_argument(
         "--only-uploads", action="store_true", help="Parts 1 and 2 alone (uploads and gates)."
     )
+    parser.add_argument("--only-tokens", action="store_true", help="Part 4 alone (token issuance).")
     parser.add_argument("--keep-db", action="store_true")
     return parser.parse_args()
 
@@ -361,6 +362,10 @@ def main() -> int:
         for data in (s["simple"], s["multi"]):  # each worker's token and route warm
             for token in data.gate_tokens:
                 call("GET", port, "/api/public/organizers", token=token)
+        if args.only_tokens:
+            workers.stop_all()
+            token_runs = tokens_vs_organizers(port, s, args.seconds, pids)
+            return report(args, None, None, None, None, None, None, token_runs)
         upload_times = uploads(port, s)
         quiet, busy, stats = gates_with_uploads(port, s, args.seconds, args.gates, pids)
         if args.only_uploads:

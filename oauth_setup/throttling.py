@@ -1,7 +1,7 @@
 """Limits on guessing credentials: client secrets on /oauth/*, passwords on the sign-in pages.
 
-Failed checks are counted in the cache (django-ratelimit, like the token endpoint's per-address
-limit), only where the count cannot be run up by someone else (CONTRACT §9):
+Failed checks are counted in the cache, with the API's counters (`ticketing.api.throttling`),
+only where the count cannot be run up by someone else (CONTRACT §9):
 
 - a client secret, per client address (`CREDENTIAL_FAILURE_RATE_LIMIT`). Not per client: a
   client id is no secret (a public client's is in its app), and a generated secret of 128
@@ -17,74 +17,96 @@ While a count is at its limit, attempts it covers are refused with 429 until its
 even with the right credential, so a guesser learns nothing more. Only failures count: a
 resource server introspecting every request it serves, or an app busy signing users in, never
 fails and is never slowed. As every counter, they fail open when the cache is down.
+
+An attempt reads its failure counts, and counts itself where every attempt counts (the token
+endpoint's per-address limit), in one round trip; a failure adds to its counts in one more.
 """
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from django_ratelimit.core import get_usage
+
+from ticketing.api.throttling import Counter, client_address, count_and_read_counters, rate_counter
 
 _GROUP = "credential-failures"
 
 
 @dataclass(frozen=True)
-class Counter:
-    """One count of failures: its django-ratelimit group and key, and its rate's setting."""
+class Limit:
+    """One count: its group, whom in it a request counts against, and its rate's setting."""
 
     group: str
-    key: str | Callable
+    whom: Callable[[object], str]
     rate_setting: str
 
-    def usage(self, request, *, increment: bool):
-        return get_usage(
-            request,
-            group=self.group,
-            key=self.key,
-            rate=getattr(settings, self.rate_setting),
-            increment=increment,
-        )
+    def counter(self, request) -> Counter:
+        return rate_counter(self.group, getattr(settings, self.rate_setting), self.whom(request))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    retry_after: int  # seconds until the count that refused ends its window
+    failures: bool  # refused for failed attempts, not for attempts alone
 
 
 @dataclass(frozen=True)
 class Attempt:
-    """A credential check about to be made, and the counts its failure adds to."""
+    """A credential check about to be made: the failure counts that refuse it at their limit,
+    and the counts of every attempt (`hits`) that refuse it past theirs."""
 
-    counters: tuple[Counter, ...]
+    failures: tuple[Limit, ...]
+    hits: tuple[Limit, ...] = ()
 
-    def retry_after(self, request) -> int | None:
-        """Seconds until the attempt may be made (the longest wait of the counts at their
-        limit), or None if it may be made now."""
-        waits = []
-        for counter in self.counters:
-            usage = counter.usage(request, increment=False)
-            if usage is not None and usage["count"] >= usage["limit"]:
-                waits.append(max(1, int(usage["time_left"])))
-        return max(waits, default=None)
+    def check(self, request) -> Refusal | None:
+        """Count the attempt against `hits` and read the failure counts, in one round trip:
+        the refusal with the longest wait, or None if the attempt may be made now."""
+        if not getattr(settings, "RATELIMIT_ENABLE", True):
+            return None
+        hits = [limit.counter(request) for limit in self.hits]
+        failures = [limit.counter(request) for limit in self.failures]
+        counts, failed = count_and_read_counters(hits, failures)
+        refusals = [
+            Refusal(_seconds_left(counter), failures=False)
+            for counter, count in zip(hits, counts, strict=True)
+            if count is not None and count > counter.limit
+        ] + [
+            Refusal(_seconds_left(counter), failures=True)
+            for counter, count in zip(failures, failed, strict=True)
+            if count >= counter.limit
+        ]
+        return max(refusals, key=lambda refusal: refusal.retry_after, default=None)
 
     def failed(self, request) -> None:
-        for counter in self.counters:
-            counter.usage(request, increment=True)
+        if getattr(settings, "RATELIMIT_ENABLE", True):
+            count_and_read_counters([limit.counter(request) for limit in self.failures], [])
 
 
-def client_attempt(request) -> Attempt:
-    """An OAuth client authenticating (RFC 6749 §2.3): counted per client address only."""
-    return Attempt(counters=(Counter(f"{_GROUP}:address", "ip", "CREDENTIAL_FAILURE_RATE_LIMIT"),))
+def _seconds_left(counter: Counter) -> int:
+    return max(1, counter.window_end - int(time.time()))
+
+
+def client_attempt(request, *, token_request: bool = False) -> Attempt:
+    """An OAuth client authenticating (RFC 6749 §2.3): its failures counted per client address
+    only; a token request also counted per address, failed or not (`TOKEN_RATE_LIMIT`)."""
+    hits = (Limit("oauth-token", client_address, "TOKEN_RATE_LIMIT"),) if token_request else ()
+    return Attempt(
+        failures=(Limit(f"{_GROUP}:address", client_address, "CREDENTIAL_FAILURE_RATE_LIMIT"),),
+        hits=hits,
+    )
 
 
 def sign_in_attempt(request) -> Attempt:
     """A person signing in: usernames are counted case-insensitively, as people type them."""
-    counters = [Counter(f"{_GROUP}:sign-in-address", "ip", "SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT")]
+    failures = [
+        Limit(f"{_GROUP}:sign-in-address", client_address, "SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT")
+    ]
     username = request.POST.get("username", "").strip().casefold()
     if username:
-        counters += [
-            # The username is in the group, so the key stays django-ratelimit's client
-            # address (which honours RATELIMIT_IP_META_KEY behind a proxy).
-            Counter(f"{_GROUP}:user-address:{username}", "ip", "CREDENTIAL_FAILURE_RATE_LIMIT"),
-            Counter(
-                f"{_GROUP}:user",
-                lambda _group, _request: f"user:{username}",
-                "USERNAME_FAILURE_RATE_LIMIT",
-            ),
+        by_user_address = f"{_GROUP}:user-address:{username}"  # whom: still the address
+        failures += [
+            Limit(by_user_address, client_address, "CREDENTIAL_FAILURE_RATE_LIMIT"),
+            Limit(f"{_GROUP}:user", lambda _: f"user:{username}", "USERNAME_FAILURE_RATE_LIMIT"),
         ]
-    return Attempt(counters=tuple(counters))
+    return Attempt(failures=tuple(failures))

@@ -61,9 +61,10 @@ def breaker_for(server: str, pause: float) -> Breaker:
     return breaker
 
 
-# KEYS: the counters, then the keys to look for; ARGV: how many counters, then each one's
-# lifetime. A counter expires a fixed time after its first hit (a fixed window).
-_COUNT_AND_CHECK = Script(
+# KEYS: the counters, then the keys to read; ARGV: how many counters, then each one's lifetime.
+# A counter expires a fixed time after its first hit (a fixed window). A key read is its value,
+# false (None) when it does not exist.
+_COUNT_AND_READ = Script(
     None,
     b"""
 local counters = tonumber(ARGV[1])
@@ -73,7 +74,7 @@ for i = 1, #KEYS do
     answers[i] = redis.call('INCR', KEYS[i])
     if answers[i] == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i + 1]) end
   else
-    answers[i] = redis.call('EXISTS', KEYS[i])
+    answers[i] = redis.call('GET', KEYS[i])
   end
 end
 return answers
@@ -90,8 +91,18 @@ def count_and_check(
     Raises whatever the cache raises when it is unreachable, whatever its IGNORE_EXCEPTIONS:
     each caller decides what a missing answer means.
     """
+    counts, values = count_and_read(cache, counters, keys)
+    return counts, [value is not None for value in values]
+
+
+def count_and_read(
+    cache: BaseCache, counters: Sequence[tuple[str, int]], keys: Sequence[str] = ()
+) -> tuple[list[int], list[object]]:
+    """Increment each counter as `count_and_check` does, and read what `keys` hold (a count as
+    an int; None where there is nothing): on Redis in one round trip. Raises as
+    `count_and_check`."""
     if isinstance(cache, BreakerRedisCache):
-        return cache.count_and_check(counters, keys)
+        return cache.count_and_read(counters, keys)
     counts = []
     for key, seconds in counters:
         if cache.add(key, 1, seconds):
@@ -103,7 +114,7 @@ def count_and_check(
             cache.set(key, 1, seconds)
             counts.append(1)
     found = cache.get_many(keys) if keys else {}
-    return counts, [key in found for key in keys]
+    return counts, [found.get(key) for key in keys]
 
 
 # KEYS: the counters; ARGV: the amount, each counter's limit, then each one's lifetime. All or
@@ -166,21 +177,21 @@ class BreakerRedisCache(RedisCache):
         client = super().client
         return client if self.breaker is None else _GuardedClient(client, self.breaker)
 
-    def count_and_check(
+    def count_and_read(
         self, counters: Sequence[tuple[str, int]], keys: Sequence[str]
-    ) -> tuple[list[int], list[bool]]:
-        """`count_and_check` as one Lua script (EVALSHA), through the breaker."""
+    ) -> tuple[list[int], list[object]]:
+        """`count_and_read` as one Lua script (EVALSHA), through the breaker."""
         if self.breaker is not None and self.breaker.is_open():
             raise _skipped()
         redis_keys = [self.make_key(key) for key, _ in counters] + [self.make_key(k) for k in keys]
         args = [len(counters), *(int(seconds) for _, seconds in counters)]
         try:
-            answers = _COUNT_AND_CHECK(redis_keys, args, client=super().client.get_client())
+            answers = _COUNT_AND_READ(redis_keys, args, client=super().client.get_client())
         except (RedisError, OSError) as error:
             if self.breaker is not None and isinstance(error, _OUTAGES):
                 self.breaker.trip(error)
             raise ConnectionInterrupted(connection=None) from error
-        return answers[: len(counters)], [bool(found) for found in answers[len(counters) :]]
+        return answers[: len(counters)], [_stored(value) for value in answers[len(counters) :]]
 
     def charge(self, counters: Sequence[tuple[str, int, int]], amount: int) -> int | None:
         """`charge` as one Lua script, through the breaker."""
@@ -195,6 +206,14 @@ class BreakerRedisCache(RedisCache):
                 self.breaker.trip(error)
             raise ConnectionInterrupted(connection=None) from error
         return refused - 1 if refused else None
+
+
+def _stored(value: bytes | None) -> object:
+    """A value Lua read, as the cache would give it for a count (django-redis keeps integers
+    as their digits, so INCR works); anything else as stored, which says only that it exists."""
+    if value is not None and value.lstrip(b"-").isdigit():
+        return int(value)
+    return value
 
 
 class _GuardedClient:

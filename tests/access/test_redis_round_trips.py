@@ -117,3 +117,19 @@ def test_a_scan_at_the_gate_costs_one_round_trip(application, organizer, with_en
     assert response.status_code == 200, response.content
     assert response.json()["ticket"]["status"] == "used"
     assert len(sent) == 1, sent
+
+
+def test_a_client_credentials_token_costs_one_round_trip(application):
+    """Its per-address count and the address's failed authentications, read together."""
+    application.client_secret = "s3cret"
+    application.save()
+    token_request = {
+        "grant_type": "client_credentials",
+        "client_id": application.client_id,
+        "client_secret": "s3cret",
+    }
+    Client().post("/oauth/token", token_request)  # the secret now has the preferred hash
+    with _round_trips() as sent:
+        response = Client().post("/oauth/token", token_request)
+    assert response.status_code == 200, response.content
+    assert len(sent) == 1 and b"EVALSHA" in sent[0], sent

@@ -3,9 +3,12 @@
 import base64
 
 import pytest
+from django.db import connection
 from django.test import Client, override_settings
+from django.test.utils import CaptureQueriesContext
 from oauth2_provider.models import AccessToken, RefreshToken
 from oauth2_provider.settings import oauth2_settings
+from oauth2_provider.signals import app_authorized
 
 from oauth_setup.models import Application
 from oauth_setup.validators import TicketingOAuth2Validator
@@ -126,6 +129,32 @@ def test_token_endpoint_is_limited_per_client_address(application):
         },
     )
     assert other.status_code == 200
+
+
+def test_a_client_credentials_token_reads_its_client_and_writes_its_token_only(application):
+    client_credentials(application)  # the client's secret already has the preferred hash
+    with CaptureQueriesContext(connection) as queries:
+        response = client_credentials(application)
+    assert response.status_code == 200
+    statements = [query["sql"].split()[0] for query in queries.captured_queries]
+    # DOT reads the token back only to send `app_authorized`, which nothing here listens to.
+    assert [s for s in statements if s in ("SELECT", "INSERT", "UPDATE")] == ["SELECT", "INSERT"]
+
+
+def test_a_listener_of_app_authorized_still_gets_the_new_token(application):
+    received = []
+
+    def listener(sender, request, token, **kwargs):
+        received.append(token)
+
+    app_authorized.connect(listener)
+    try:
+        body = client_credentials(application).json()
+    finally:
+        app_authorized.disconnect(listener)
+    assert [token.token_checksum for token in received] == [
+        stored_token(body["access_token"]).token_checksum
+    ]
 
 
 def test_token_limit_default_is_thirty_a_minute(settings):

@@ -12,14 +12,17 @@ A request that costs more than one (a batch upload: one per scan) is charged the
 view (`charge_request`), all or nothing, before it does any work; and a view may also bound how
 many of its requests run at once for one key (`concurrency_slot`).
 
-django-ratelimit, which the sign-in and credential limits still use, is not used here: its add
-then incr costs two round trips, and it cannot share one with the token's marker. Its windows
-are kept (fixed, each key's offset by the key's CRC), so that the same helpers find them.
+The token endpoint and the sign-in pages count with the same counters (`oauth_setup.throttling`),
+in one round trip too. django-ratelimit, which the staff page's token limit still uses, is not
+used here: its add then incr costs two round trips, and it cannot share one with the token's
+marker. Its windows are kept (fixed, each key's offset by the key's CRC), and its idea of a
+client's address (`client_address`), so that the same helpers find them.
 A cache that does not answer lets the request through (the limits fail open).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import re
 import secrets
@@ -34,7 +37,7 @@ from django.conf import settings
 from django.core.cache import caches
 from rest_framework.throttling import BaseThrottle
 
-from ticketing.cache import CacheSkipped, charge, count_and_check
+from ticketing.cache import CacheSkipped, charge, count_and_check, count_and_read
 
 from .exceptions import RateLimited
 
@@ -71,6 +74,47 @@ def window_end(value: str, period: int) -> int:
     return end if end >= now else end + period
 
 
+def rate_counter(group: str, rate: str, value: str) -> Counter:
+    """The counter of `value` (whom it counts) in `group` at `rate`, in its current window."""
+    limit, period = _parse_rate(rate)
+    end = window_end(value, period)
+    name = f"{group}:{limit}/{period}s:{value}"
+    return Counter(
+        name=name, key=f"rate:{name}:{end}", limit=limit, window_end=end, seconds=period + _SLACK
+    )
+
+
+def client_address(request) -> str:
+    """The address per-address limits count: REMOTE_ADDR, or behind a proxy the header it sets
+    (RATELIMIT_IP_META_KEY), IPv6 by its /64 as django-ratelimit counts (one host's share)."""
+    header = getattr(settings, "RATELIMIT_IP_META_KEY", None) or "REMOTE_ADDR"
+    address = request.META.get(header) or ""
+    if ":" in address:
+        try:
+            return str(ipaddress.ip_network(f"{address}/64", strict=False).network_address)
+        except ValueError:
+            return address
+    return address
+
+
+def count_and_read_counters(
+    counting: Sequence[Counter], reading: Sequence[Counter]
+) -> tuple[list[int | None], list[int]]:
+    """Count a request against `counting` and read `reading`'s counts (0 where none yet), in one
+    round trip; None for every count, and 0 read, when the cache does not answer (fail open)."""
+    try:
+        counts, values = count_and_read(
+            caches[settings.RATELIMIT_USE_CACHE],
+            [(counter.key, counter.seconds) for counter in counting],
+            [counter.key for counter in reading],
+        )
+    except Exception as exc:  # whatever the cache backend raises when it is unreachable
+        if not isinstance(exc, CacheSkipped):
+            logger.warning("rate limits not counted: cache unavailable (%s)", type(exc).__name__)
+        return [None] * len(counting), [0] * len(reading)
+    return counts, [value if isinstance(value, int) else 0 for value in values]
+
+
 class _CacheRateThrottle(BaseThrottle):
     group: str
     rate_setting: str
@@ -82,17 +126,8 @@ class _CacheRateThrottle(BaseThrottle):
     def counter(self, request, token) -> Counter | None:
         if not getattr(settings, "RATELIMIT_ENABLE", True):
             return None
-        limit, period = _parse_rate(getattr(settings, self.rate_setting))
-        value = self.value(request, token)
-        end = window_end(value, period)
-        name = f"{self.group}:{limit}/{period}s:{value}"
-        return Counter(
-            name=name,
-            key=f"rate:{name}:{end}",
-            limit=limit,
-            window_end=end,
-            seconds=period + _SLACK,
-        )
+        rate = getattr(settings, self.rate_setting)
+        return rate_counter(self.group, rate, self.value(request, token))
 
     def allow_request(self, request, view) -> bool:
         counter = self.counter(request, request.auth)
