@@ -13,9 +13,9 @@ view (`charge_request`), all or nothing, before it does any work; and a view may
 many of its requests run at once for one key (`concurrency_slot`).
 
 The token endpoint and the sign-in pages count with the same counters (`oauth_setup.throttling`),
-in one round trip too. django-ratelimit, which the staff page's tokens and webhook tests still use, is not
-used here: its add then incr costs two round trips, and it cannot share one with the token's
-marker. Its windows are kept (fixed, each key's offset by the key's CRC), and its idea of a
+in one round trip too. django-ratelimit, which the staff page's tokens and webhook tests still
+use, is not used here: its add then incr costs two round trips, and it cannot share one with the
+token's marker. Its windows are kept (fixed, each key's offset by the key's CRC), and its idea of a
 client's address (`client_address`), so that the same helpers find them.
 A cache that does not answer lets the request through (the limits fail open).
 """
