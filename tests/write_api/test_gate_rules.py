@@ -7,6 +7,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 
 import pytest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from checkin.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, type_rule_broken
@@ -257,3 +258,37 @@ def test_statement_refuses_with_the_rule_error_as_the_locked_path(rule, event, t
     assert by_statement.value.message == by_lock.value.message
     assert by_statement.value.extra == by_lock.value.extra  # the ticket as the body shows it
     assert db_state(event) == before
+
+
+def _ticket_row_updates() -> int:
+    """Updates of ticket rows PostgreSQL counts for this session's transaction (read twice:
+    counts not yet reported from earlier transactions may show too)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relid = %s::regclass",
+            [Ticket._meta.db_table],
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_statement_writes_the_ticket_once_and_every_type_moves_it_in_the_feed(ticket_type):
+    """The sync feed's trigger on check-in types leaves a ticket the same transaction already
+    changed: it has its place in the feed from that change."""
+    event = ticket_type.event
+    ticket = TicketFactory(event=event, ticket_type=ticket_type)
+    first, second, third = (CheckInTypeFactory(event=event).id for _ in range(3))
+    seq = Ticket.objects.get(pk=ticket.pk).change_seq
+    with transaction.atomic():
+        before = _ticket_row_updates()
+        _statement(ticket, [first, second])
+        assert _ticket_row_updates() - before == 1  # the move to used; not once per type
+    moved = Ticket.objects.get(pk=ticket.pk).change_seq
+    assert moved > seq
+    with transaction.atomic():
+        before = _ticket_row_updates()
+        result = _statement(ticket, [third])  # the ticket is used already: only its type row
+        assert _ticket_row_updates() - before == 1  # by the trigger, which moves it in the feed
+    assert [r.success for r in result.check_in_results] == [True]
+    assert Ticket.objects.get(pk=ticket.pk).change_seq > moved
