@@ -7,7 +7,6 @@ import os
 import runpy
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,8 +17,9 @@ from types import SimpleNamespace
 import pytest
 from django.core.checks import run_checks
 
+from tests.oauth.support import free_port
+
 ROOT = Path(__file__).resolve().parent.parent.parent
-SERVE_PORT = 8520
 
 
 def _production_env(**extra) -> dict[str, str]:
@@ -222,9 +222,7 @@ def test_production_refuses_ticket_emails_to_the_console():
 
 def test_serve_refuses_to_start_with_ticket_emails_to_the_console(tmp_path):
     """Even when the migrations are skipped, before gunicorn starts."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = _production_env(
         EMAIL_BACKEND=None,
         DATABASE_URL=f"sqlite:///{tmp_path / 'serve.sqlite3'}",
@@ -240,13 +238,8 @@ def test_serve_refuses_to_start_with_ticket_emails_to_the_console(tmp_path):
     assert not (tmp_path / "serve.sqlite3").exists()  # nothing ran against the database
 
 
-def _port_is_free(port: int) -> bool:
-    with socket.socket() as probe:
-        return probe.connect_ex(("127.0.0.1", port)) != 0
-
-
-def _get(path: str, **headers) -> tuple[int, dict, bytes]:
-    request = urllib.request.Request(f"http://127.0.0.1:{SERVE_PORT}{path}", headers=headers)
+def _get(port: int, path: str, **headers) -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.status, dict(response.headers), response.read()
@@ -256,13 +249,14 @@ def _get(path: str, **headers) -> tuple[int, dict, bytes]:
 
 @pytest.fixture
 def served(tmp_path):
-    """`deploy/serve.sh` (what `make serve` runs) on a fresh SQLite file, two workers."""
-    assert _port_is_free(SERVE_PORT), f"port {SERVE_PORT} is taken"
+    """`deploy/serve.sh` (what `make serve` runs) on a fresh SQLite file, two workers, on a
+    port of its own (tests running at once each start one)."""
+    port = free_port()
     log = (tmp_path / "serve.log").open("w+")
     env = _production_env(
         DATABASE_URL=f"sqlite:///{tmp_path / 'serve.sqlite3'}",
         ALLOWED_HOSTS="127.0.0.1",
-        PORT=str(SERVE_PORT),
+        PORT=str(port),
         WEB_CONCURRENCY="2",
         SECURE_SSL_REDIRECT="false",
         PYTHON=sys.executable,
@@ -277,14 +271,14 @@ def served(tmp_path):
         while time.monotonic() < deadline:
             assert process.poll() is None, log.seek(0) or log.read()
             try:
-                if _get("/healthz")[0] == 200:
+                if _get(port, "/healthz")[0] == 200:
                     break
             except OSError:
                 pass
             time.sleep(0.3)
         else:
             pytest.fail("serve.sh did not become healthy")
-        yield SimpleNamespace(log=log, process=process)
+        yield SimpleNamespace(log=log, process=process, port=port)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
@@ -292,7 +286,7 @@ def served(tmp_path):
 
 
 def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
-    status, headers, body = _get("/healthz", **{"X-Request-ID": "serve-check-1"})
+    status, headers, body = _get(served.port, "/healthz", **{"X-Request-ID": "serve-check-1"})
     assert (status, json.loads(body)) == (
         200,
         {
@@ -304,12 +298,12 @@ def test_serve_runs_gunicorn_with_health_static_files_and_json_logs(served):
     )
     assert headers["X-Request-ID"] == "serve-check-1"
 
-    status, headers, body = _get("/static/admin/css/base.css")
+    status, headers, body = _get(served.port, "/static/admin/css/base.css")
     assert status == 200
     assert headers["Content-Type"].startswith("text/css")
     assert b"body" in body
 
-    status, headers, body = _get("/api/public/no-such-thing")
+    status, headers, body = _get(served.port, "/api/public/no-such-thing")
     assert status == 404
     assert json.loads(body)["error"] == "not_found"
     assert "Server" not in headers or "gunicorn" in headers["Server"]
