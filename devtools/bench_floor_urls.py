@@ -7,9 +7,9 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from checkin.services.gate import _admit
-from checkin.services.scans import TicketKey
+from checkin.services.admission import admitted_ticket
 from ticketing.urls import urlpatterns as api_urlpatterns
+from tickets.gate_types import TicketKey
 from tickets.services.common import Actor
 
 
@@ -28,7 +28,7 @@ class SelectOne(_Bare):
 
 class AdmitOnly(_Bare):
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
-        ticket = _admit(
+        ticket = admitted_ticket(
             organizer_id=organizer_id,
             event_id=event_id,
             key=TicketKey.id(ticket_id),

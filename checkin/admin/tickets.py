@@ -7,11 +7,11 @@ from events.models import CheckInType
 from tickets.admin.forms import check_in_types_form
 from tickets.admin.tickets import TicketAdmin as TicketAdminBase
 from tickets.admin.tickets import _local
+from tickets.gate_types import GateResult, TypeResult
 from tickets.models import Ticket
 from tickets.services.common import Actor
 
 from ..services.gate import ticket_check_in, ticket_renew
-from ..services.scans import GateResult, TypeResult
 
 
 def _gate_outcome(result: GateResult) -> str | None:

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
 from events.selectors import event_get_for_organizer
-from ticketing.api.exceptions import NotFound
+from ticketing.api.exceptions import ApplicationError, NotFound
 from ticketing.db import select_list
 from tickets.exceptions import CheckInTypeRequired
 from tickets.gate_types import GateInputs, GateResult, TicketKey, TypeResult
@@ -117,6 +117,16 @@ def admit(
     ticket = ticket_from_output_row(row[HEAD:], using=connection.alias)
     _refuse(row, ticket, alias=connection.alias, event_id=event_id, typed=bool(type_ids))
     return None  # every rule held as read, yet nothing was admitted: a concurrent scan won
+
+
+def admitted_ticket(*, at: datetime, **kwargs) -> Ticket | None:
+    """`admit` at `at`, as the tools and tests that measure or probe the statement use it:
+    the admitted ticket, or None when it was not admitted (refused, or a concurrent scan won)."""
+    try:
+        result = admit(used_at=at, **kwargs)
+    except ApplicationError:
+        return None
+    return result.ticket if result is not None else None
 
 
 def _admitted(row, *, alias: str, typed: bool, at: datetime) -> GateResult:

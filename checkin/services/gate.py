@@ -21,7 +21,6 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from events.models import CheckInType, Event
-from ticketing.api.exceptions import ApplicationError
 from ticketing.db import atomic_retrying_once
 from tickets.exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
 from tickets.gate_types import GateInputs, GateResult, TicketKey, TypeResult
@@ -31,11 +30,9 @@ from tickets.services.common import Actor, ticket_lock, violates
 from tickets.services.publishing import Type, ticket_event_record
 
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, type_rule_broken
-from .admission import admit, ticket_check_in_at_gate
 
 __all__ = [  # the gate's operations; a check-in by the event's id starts in `admission`
     "ticket_check_in",
-    "ticket_check_in_at_gate",
     "ticket_renew",
 ]
 
@@ -70,19 +67,6 @@ def _gate(func: Callable[..., GateResult]) -> Callable[..., GateResult]:
             ) from None
 
     return wrapper
-
-
-# --- The statement's simple-mode admission alone ----------------------------------------------
-
-
-def _admit(*, at: datetime, **kwargs) -> Ticket | None:
-    """The statement's simple-mode admission alone: the ticket, or None if it was not admitted
-    (for the tools and tests that measure or probe the statement itself)."""
-    try:
-        result = admit(used_at=at, **kwargs)
-    except ApplicationError:
-        return None
-    return result.ticket if result is not None else None
 
 
 # --- The locked path ------------------------------------------------------------------------

@@ -13,8 +13,7 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
-from checkin.services import gate
-from checkin.services.scans import TicketKey
+from checkin.services import admission, gate
 from events.models import TicketType
 from tests.factories import (
     EventFactory,
@@ -27,6 +26,7 @@ from tests.support import TokenClient, mint_token
 from tests.task_support import run_due_tasks
 from tests.write_api.helpers import checkin_url
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
+from tickets.gate_types import TicketKey
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.serializers import TicketSerializer
 from tickets.services.common import Actor
@@ -63,7 +63,7 @@ def _holder_ticket(event, ticket_type) -> Ticket:
 
 
 def _check_in(ticket: Ticket):
-    return gate.ticket_check_in_at_gate(
+    return admission.ticket_check_in_at_gate(
         organizer_id=ticket.event.organizer_id,
         event_id=ticket.event_id,
         key=TicketKey.id(ticket.id),
@@ -209,7 +209,7 @@ def test_a_rejected_admission_writes_no_event_from_the_statement(event, ticket_t
     }
 
     for ticket in (used, revoked):
-        assert gate._admit(key=TicketKey.id(ticket.id), **admit) is None
+        assert admission.admitted_ticket(key=TicketKey.id(ticket.id), **admit) is None
     for ticket, error in ((used, TicketAlreadyUsed), (revoked, TicketRevoked)):
         with pytest.raises(error):
             _check_in(ticket)
@@ -233,8 +233,8 @@ def test_a_second_admission_of_the_ticket_writes_no_second_event(event, ticket_t
         "publish": True,
     }
 
-    assert gate._admit(**admit) is not None
-    assert gate._admit(**admit) is None
+    assert admission.admitted_ticket(**admit) is not None
+    assert admission.admitted_ticket(**admit) is None
 
     assert WebhookEvent.objects.count() == 1
 

@@ -11,8 +11,7 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
-from checkin.services.gate import ticket_check_in_at_gate
-from checkin.services.scans import TicketKey
+from checkin.services.admission import ticket_check_in_at_gate
 from tests.factories import (
     ApplicationFactory,
     EventFactory,
@@ -23,6 +22,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import TokenClient, mint_token
+from tickets.gate_types import TicketKey
 from tickets.models import Ticket
 from tickets.services.common import Actor
 from tickets.services.issuing import ticket_create

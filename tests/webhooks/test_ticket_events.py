@@ -6,10 +6,11 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django_tasks_db.models import DBTaskResult
 
-from checkin.services.gate import ticket_check_in, ticket_check_in_at_gate, ticket_renew
-from checkin.services.scans import TicketKey
+from checkin.services.admission import ticket_check_in_at_gate
+from checkin.services.gate import ticket_check_in, ticket_renew
 from tests.factories import CheckInTypeFactory, OrderFactory, TicketFactory
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
+from tickets.gate_types import TicketKey
 from tickets.models import Order
 from tickets.selectors import orders_for_output, ticket_for_output
 from tickets.serializers import OrderSerializer, TicketSerializer

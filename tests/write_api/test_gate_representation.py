@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from rest_framework import serializers
 
-from checkin.services.scans import GateResult, TypeResult
 from tests.factories import TicketFactory
+from tickets.gate_types import GateResult, TypeResult
 from tickets.serializers import GateResultSerializer, TicketSerializer, TypeResultSerializer
 
 pytestmark = pytest.mark.django_db

@@ -67,7 +67,7 @@ def _broken_ticket(rule, event, ticket_type):
 
 
 def _admit(ticket):
-    return gate._admit(
+    return admission.admitted_ticket(
         organizer_id=ticket.event.organizer_id,
         event_id=ticket.event_id,
         key=TicketKey.id(ticket.pk),
