@@ -6,11 +6,14 @@ worker killed mid-task (SIGKILL, a lost machine) would leave it RUNNING for ever
 (django-tasks issue #46). Every task here finishes or gives up well within
 `TASK_LEASE_SECONDS` (a webhook attempt or an email: 10 s), so one still RUNNING after that has
 lost its worker and is made READY again: tasks are at least once, and written to be repeated.
+A task that may run longer (an admin import) has a lease of its own
+(`TASK_LEASE_SECONDS_BY_TASK`): run again while still running, it would find its upload taken.
 """
 
 from dataclasses import asdict, dataclass
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 from django_tasks import TaskResultStatus
@@ -61,8 +64,15 @@ def task_queue_status() -> QueueStatus:
 
 
 def tasks_requeue_abandoned(*, lease_seconds: int) -> int:
-    """Make READY again the tasks RUNNING for longer than the lease; how many there were."""
-    cutoff = timezone.now() - timedelta(seconds=lease_seconds)
-    return DBTaskResult.objects.filter(
-        status=TaskResultStatus.RUNNING, started_at__lt=cutoff
-    ).update(status=TaskResultStatus.READY)
+    """Make READY again the tasks RUNNING for longer than the lease (for a task path in
+    TASK_LEASE_SECONDS_BY_TASK, its own); how many there were."""
+    now = timezone.now()
+    long_running = settings.TASK_LEASE_SECONDS_BY_TASK
+    past_lease = Q(started_at__lt=now - timedelta(seconds=lease_seconds)) & ~Q(
+        task_path__in=long_running
+    )
+    for task_path, seconds in long_running.items():
+        past_lease |= Q(task_path=task_path, started_at__lt=now - timedelta(seconds=seconds))
+    return DBTaskResult.objects.filter(past_lease, status=TaskResultStatus.RUNNING).update(
+        status=TaskResultStatus.READY
+    )

@@ -13,6 +13,7 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from ticketing.task_queue import task_queue_status, tasks_requeue_abandoned
+from tickets.services.import_jobs import import_job_run
 from webhooks.models import WebhookDelivery
 from webhooks.outbox import webhook_outbox_relay
 from webhooks.services import webhook_event_record
@@ -91,6 +92,22 @@ def test_only_tasks_running_past_the_lease_are_requeued():
     abandoned.refresh_from_db()
     busy.refresh_from_db()
     assert (abandoned.status, busy.status) == (TaskResultStatus.READY, TaskResultStatus.RUNNING)
+
+
+@pytest.mark.django_db
+def test_a_long_task_is_requeued_only_past_its_own_lease(settings):
+    """An admin import runs longer than a delivery: it is not started again beside itself."""
+    assert import_job_run.module_path in settings.TASK_LEASE_SECONDS_BY_TASK
+    now = timezone.now()
+    result = import_job_run.enqueue(job="j", event_id=0, user_id=0, upload="u", confirm=False)
+    DBTaskResult.objects.filter(pk=result.id).update(
+        status=TaskResultStatus.RUNNING, started_at=now - timedelta(seconds=900)
+    )
+    settings.TASK_LEASE_SECONDS_BY_TASK = {import_job_run.module_path: 1800}
+    assert tasks_requeue_abandoned(lease_seconds=300) == 0
+    settings.TASK_LEASE_SECONDS_BY_TASK = {import_job_run.module_path: 600}
+    assert tasks_requeue_abandoned(lease_seconds=300) == 1
+    assert DBTaskResult.objects.get(pk=result.id).status == TaskResultStatus.READY
 
 
 def test_a_worker_runs_again_a_task_its_dead_predecessor_left_running(

@@ -252,6 +252,11 @@ TASK_FAILED_RETENTION_DAYS = env_int("TASK_FAILED_RETENTION_DAYS", 30)
 # A task still RUNNING after this long lost its worker (killed, machine gone) and runs again.
 # Longer than any task takes: a webhook attempt or an email gives up after 10 s.
 TASK_LEASE_SECONDS = env_int("TASK_LEASE_SECONDS", 300)
+# Tasks that may run longer, by task path, with their own lease: an admin import of a large
+# file (50,000 rows take one to two minutes) must not be started a second time beside itself.
+TASK_LEASE_SECONDS_BY_TASK = {
+    "tickets.services.import_jobs.import_job_run": env_int("IMPORT_TASK_LEASE_SECONDS", 3600),
+}
 
 # Webhooks (CONTRACT §13). Private, loopback and link-local receivers, and plain http, only when
 # this is on: in development (DEBUG) by default, never by default in production.
