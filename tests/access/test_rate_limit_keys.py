@@ -10,7 +10,7 @@ from tests.factories import UserFactory
 from tests.oauth.flow import stored_token
 from tests.oauth.support import wait_for_fresh_window
 from tests.support import TokenClient, mint_token
-from ticketing.api.throttling import client_address, token_rate_key, window_end
+from ticketing.api.throttling import client_address, rate_counter, token_rate_key, window_end
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +90,14 @@ def test_client_addresses_are_django_ratelimits(settings, rf, meta, header):
     settings.RATELIMIT_IP_META_KEY = header
     request = rf.post("/oauth/token", **meta)
     assert client_address(request) == _get_ip(request)
+
+
+def test_a_counters_key_is_short_whatever_the_client_sent():
+    """A username of any length counts under a key of fixed length, one per username."""
+    long_name, other = "x" * 100_000, "x" * 99_999 + "y"
+
+    def key(username: str) -> str:
+        return rate_counter(f"failures:user-address:{username}", "10/15m", "10.0.0.1").key
+
+    assert len(key(long_name)) < 60
+    assert key(long_name) != key(other)

@@ -22,6 +22,7 @@ A cache that does not answer lets the request through (the limits fail open).
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import logging
 import re
@@ -75,12 +76,16 @@ def window_end(value: str, period: int) -> int:
 
 
 def rate_counter(group: str, rate: str, value: str) -> Counter:
-    """The counter of `value` (whom it counts) in `group` at `rate`, in its current window."""
+    """The counter of `value` (whom it counts) in `group` at `rate`, in its current window.
+
+    Its cache key is a digest: a group or value may hold what a client sent (a username), of
+    any length, which must not become a key of that length."""
     limit, period = _parse_rate(rate)
     end = window_end(value, period)
     name = f"{group}:{limit}/{period}s:{value}"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:32]
     return Counter(
-        name=name, key=f"rate:{name}:{end}", limit=limit, window_end=end, seconds=period + _SLACK
+        name=name, key=f"rate:{digest}:{end}", limit=limit, window_end=end, seconds=period + _SLACK
     )
 
 
