@@ -5,7 +5,9 @@ Everything comes from the environment, so one file serves a laptop and a fleet:
 - `WEB_CONCURRENCY`: worker processes, default one per core and at least 2 (measured, below),
 - `GUNICORN_WORKER_CLASS` / `GUNICORN_THREADS` (`gthread` / 4; `sync` has 1 thread) and
   `GUNICORN_MAX_REQUESTS` (100,000), to measure alternatives with `bench/gate.py`,
-- `GUNICORN_TIMEOUT`: seconds before a stuck worker is killed and replaced (30).
+- `GUNICORN_TIMEOUT`: seconds before a stuck worker is killed and replaced (30),
+- `GUNICORN_SWITCH_INTERVAL_MS`: how long a thread may hold the interpreter while another
+  waits for it (1 ms; Python's default is 5; see `post_worker_init`).
 
 App servers hold no state: any number of them, on any number of machines, can share one
 PostgreSQL and one Redis behind a load balancer.
@@ -14,6 +16,7 @@ PostgreSQL and one Redis behind a load balancer.
 import gc
 import multiprocessing
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -82,13 +85,23 @@ class AccessLineWhenAsked(Logger):
 logger_class = AccessLineWhenAsked
 
 
+switch_interval = float(os.environ.get("GUNICORN_SWITCH_INTERVAL_MS", "1")) / 1000
+
+
 def post_worker_init(worker):
     """Load what Django loads at a worker's first request (the URLconf, and the views, serializers
     and schema it imports), then put everything loaded so far out of the garbage collector's way
     (`gc.freeze`). A full collection otherwise walks all of it: under the gate bench's scans,
-    48-54 ms against 4 ms once frozen, during which the worker answers nothing."""
+    48-54 ms against 4 ms once frozen, during which the worker answers nothing.
+
+    A thread that waited for the database waits again for the interpreter each time it comes
+    back, up to the switch interval while another thread computes. Beside a batch upload's
+    thread, an online scan comes back several times: `bench/isolation.py`'s gates, p99 with 4
+    scanners uploading over p99 without, in 6 alternated runs: 1.8-3.4x (median 2.1x) at 1 ms,
+    2.2-6.1x (median 3.3x) at Python's 5 ms."""
     from django.urls import get_resolver
 
+    sys.setswitchinterval(switch_interval)
     get_resolver().url_patterns  # noqa: B018  (the attribute's loading is the point)
     gc.collect()
     gc.freeze()
