@@ -241,6 +241,32 @@ def test_scan_with_an_empty_form_ticket_id_is_400(client, ticket):
     assert list(response.json()["fields"]) == ["ticket_id"]
 
 
+def test_each_scan_body_is_judged_alone_whatever_came_before(client, event, ticket_type):
+    """One validator serves every body of a thread: nothing one body sent or broke reaches
+    the next one's answer."""
+    first, second = (TicketFactory(event=event, ticket_type=ticket_type) for _ in range(2))
+    url = scan_checkin_url(event)
+    bodies = [
+        ({"reference_code": first.reference_code, "note": "kept?"}, 200, None),
+        (
+            {"reference_code": "GATE0001", "ticket_id": second.pk},
+            400,
+            ["reference_code", "ticket_id"],
+        ),
+        ({"ticket_id": second.pk, "used_at": "yesterday"}, 400, ["used_at"]),
+        ({"ticket_id": second.pk}, 200, None),
+    ]
+    for body, status, fields in bodies:
+        response = client.post(url, body, format="json")
+        assert response.status_code == status, response.json()
+        if fields:
+            assert sorted(response.json()["fields"]) == fields
+    assert list(CheckInLog.objects.order_by("pk").values_list("ticket_id", "note")) == [
+        (first.pk, "kept?"),
+        (second.pk, ""),
+    ]
+
+
 def test_scan_by_an_unbound_tag_is_404_and_binds_nothing(client, ticket):
     response = client.post(scan_checkin_url(ticket.event), {"nfc_uid": "04NEWTAG"})
     assert response.status_code == 404
