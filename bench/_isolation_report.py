@@ -86,7 +86,8 @@ def _tokens(token_runs, verdict) -> None:
     for run in token_runs:
         print(
             f"   {run.name:<18} {run.rate:8.1f} req/s  p50 {run.p50_ms:6.1f} ms  "
-            f"wrk {run.wrk_core_share:.0%} of a core  non-200 {run.unexpected({200}) or '-'}"
+            f"server CPU {_cpu_ms(run):5.2f} ms/answer  wrk {run.wrk_core_share:.0%} of a core  "
+            f"non-200 {run.unexpected({200}) or '-'}"
         )
     pairs = list(zip(token_runs[0::2], token_runs[1::2], strict=True))
     ratios = [issue.rate / org.rate for org, issue in pairs if org.rate]
@@ -96,3 +97,14 @@ def _tokens(token_runs, verdict) -> None:
         f"   issuance / GET /organizers: {ratio:.1%} (rounds {rounds}) "
         f"(≥ 50%) {verdict(ratio >= 0.5, 'token ratio')}"
     )
+    # The app servers' CPU per answer moves less than a rate with other load on the machine.
+    by_cpu = [_cpu_ms(org) / _cpu_ms(issue) for org, issue in pairs if _cpu_ms(issue)]
+    if by_cpu:
+        print(
+            f"   the same by the app servers' CPU per answer: {statistics.median(by_cpu):.1%} "
+            f"(rounds {', '.join(f'{r:.1%}' for r in by_cpu)})"
+        )
+
+
+def _cpu_ms(run) -> float:
+    return run.server_cpu_seconds / run.requests * 1000 if run.requests else 0.0
