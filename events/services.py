@@ -62,14 +62,21 @@ def ticket_type_claim_places(*, ticket_type_id: int, count: int = 1, via_api: bo
 def ticket_type_claim_sql(*, name: str) -> str:
     """`ticket_type_claim_places` of one place as a clause of a WITH (`{name} AS (UPDATE ...
     RETURNING *)`: the type's row as claimed, or no row), for a statement that issues in one
-    round trip; parameters `ticket_type_id`, `event_id` and `via_api`. The same rule, held to the
-    ORM's by tests/write_api/test_issue_statement.py."""
+    round trip; parameters `ticket_type_id`, `event_id`, `organizer_id`, `via_api` and `now`.
+    The same rule, held to the ORM's by tests/write_api/test_issue_statement.py, and only in the
+    organizer's event while it is on sale (`Event.effective_status` active at `now`), so that
+    the statement needs the event not read first."""
     table = TicketType._meta.db_table
     return f"""{name} AS (
   UPDATE {table} SET sold_count = sold_count + 1,
     api_sold_count = api_sold_count + CASE WHEN %(via_api)s THEN 1 ELSE 0 END
   WHERE id = %(ticket_type_id)s AND event_id = %(event_id)s AND sold_count <= quantity - 1
     AND (NOT %(via_api)s OR api_quota IS NULL OR api_sold_count <= api_quota - 1)
+    AND EXISTS (
+      SELECT 1 FROM {Event._meta.db_table} AS e
+      WHERE e.id = %(event_id)s AND e.organizer_id = %(organizer_id)s
+        AND e.status = '{Event.Status.ACTIVE}' AND e.end_at > %(now)s
+    )
   RETURNING *
 )"""
 

@@ -24,7 +24,7 @@ from ticketing.api.exceptions import (
 )
 from ticketing.api.filtering import ApiFilterBackend, PlainListMixin
 
-from .base_views import actor_of, error_response, validated
+from .base_views import actor_of, error_response, validated, validated_for_event
 from .exceptions import (
     DuplicateExternalId,
     DuplicateReferenceCode,
@@ -54,7 +54,7 @@ from .serializers import (
     TicketResultSerializer,
     TicketSerializer,
 )
-from .services.issuing import ticket_create
+from .services.issuing import ticket_create_in_event
 from .services.revoking import ticket_revoke
 
 # --- An event's tickets -----------------------------------------------------------------------
@@ -141,9 +141,10 @@ class EventTicketsView(PlainListMixin, generics.ListAPIView):
         },
     )
     def post(self, request, organizer_id: int, event_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = validated(TicketCreateInputSerializer, request)
-        result = ticket_create(event=event, actor=actor_of(request), **data)
+        data = validated_for_event(TicketCreateInputSerializer, request, event_id=event_id)
+        result = ticket_create_in_event(
+            organizer_id=request.organizer_id, event_id=event_id, actor=actor_of(request), **data
+        )
         return Response(
             {
                 "success": True,

@@ -2,19 +2,25 @@
 the same rows, column for column; the same capacity rule (`events.services`); the same answers
 for an unknown type, a replay and a taken code; one round trip."""
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
-from events.models import TicketType
+from events.models import Event, TicketType
 from tests.factories import EventFactory, TicketTypeFactory, WebhookEndpointFactory
 from tests.task_support import run_due_tasks
 from ticketing.api.exceptions import NotFound
 from tickets.email_status import TicketEmail
-from tickets.exceptions import DuplicateExternalId, DuplicateReferenceCode, QuotaExceeded
+from tickets.exceptions import (
+    DuplicateExternalId,
+    DuplicateReferenceCode,
+    EventNotActive,
+    QuotaExceeded,
+)
 from tickets.models import Order, Ticket
 from tickets.selectors import ticket_for_output
 from tickets.serializers import TicketSerializer
@@ -154,6 +160,54 @@ def test_unknown_or_other_events_type_is_not_found_and_writes_nothing(monkeypatc
     assert not Order.objects.exists()
     other.refresh_from_db()
     assert other.sold_count == 0
+
+
+@pytest.mark.parametrize(
+    ("status", "ends_in_days"),
+    [("active", 1), ("draft", 1), ("ended", 1), ("active", -1)],
+    ids=["on-sale", "draft", "ended", "active-but-over"],
+)
+def test_the_statement_issues_only_in_the_organizers_event_on_sale(
+    organizer, other_organizer, status, ends_in_days
+):
+    """The API's creation names the event by id and does not read it first: the claim itself
+    checks that the event is the organizer's and on sale, as `Event.effective_status` reads
+    it. Refused, the statement writes nothing, and the event's read tells why."""
+    now = timezone.now()
+    event = EventFactory(
+        organizer=organizer,
+        status=status,
+        start_at=now - timedelta(days=2),
+        end_at=now + timedelta(days=ends_in_days),
+    )
+    ticket_type = TicketTypeFactory(event=event)
+    on_sale = event.effective_status == Event.Status.ACTIVE
+    webhook_wants(organizer_id=organizer.pk, type="ticket.created")  # kept in the cache
+    with pytest.raises(NotFound):  # another organizer's event, whatever its status
+        issuing.ticket_create_in_event(
+            organizer_id=other_organizer.pk,
+            event_id=event.pk,
+            ticket_type_id=ticket_type.pk,
+            actor=Actor(),
+            **HOLDER,
+        )
+    with CaptureQueriesContext(connection) as queries:
+        try:
+            issuing.ticket_create_in_event(
+                organizer_id=organizer.pk,
+                event_id=event.pk,
+                ticket_type_id=ticket_type.pk,
+                actor=Actor(),
+                **HOLDER,
+            )
+        except EventNotActive:
+            assert not on_sale
+    statements = [q["sql"].split()[:2] for q in queries.captured_queries]
+    assert statements[0] == ["WITH", "claim"]
+    assert (len(statements) == 1) is on_sale  # refused: the event is read after
+    assert Ticket.objects.filter(event=event).count() == int(on_sale)
+    ticket_type.refresh_from_db()
+    assert ticket_type.sold_count == int(on_sale)
 
 
 def test_replay_and_conflicts_as_on_the_orm_path(monkeypatch, event, ticket_type):

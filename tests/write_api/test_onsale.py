@@ -1,7 +1,7 @@
 """An on-sale rush: the statements of one creation, and where the ticket type's row lock is.
 
 Every sale of a type waits for the type's row lock (the capacity claim). On PostgreSQL a creation
-is one statement after the event's read, which claims and writes everything: the lock lasts that
+is one statement, which checks the event, claims and writes everything: the lock lasts that
 statement. The ORM path (SQLite, and here when the statement is turned off) claims last, just
 before COMMIT, so the lock is held for one statement and the commit whatever it inserts.
 """
@@ -55,12 +55,13 @@ def _warm(client, event, ticket_type) -> None:
     assert client.post(tickets_url(event), body).status_code == 200
 
 
-def test_creation_is_one_statement_after_the_event(client, event, ticket_type):
+def test_creation_is_one_statement(client, event, ticket_type):
     _warm(client, event, ticket_type)
     status, statements = _statements(client, event, ticket_type, external_id="RUSH-0")
     assert status == 200
-    # The claim, the order, the ticket and the queued email, in one autocommit statement.
-    assert statements == ["SELECT e.id,", "WITH claim"]
+    # The event's check, the claim, the order, the ticket and the queued email, in one
+    # autocommit statement.
+    assert statements == ["WITH claim"]
 
 
 def test_creation_with_a_webhook_endpoint_is_still_one_statement(
@@ -70,7 +71,7 @@ def test_creation_with_a_webhook_endpoint_is_still_one_statement(
     _warm(client, event, ticket_type)
     status, statements = _statements(client, event, ticket_type, external_id="RUSH-00")
     assert status == 200
-    assert statements == ["SELECT e.id,", "WITH claim"]  # the event is the statement's too
+    assert statements == ["WITH claim"]  # the webhook event is the statement's too
     assert WebhookEvent.objects.filter(type="ticket.created").count() == 2
 
 
@@ -115,9 +116,9 @@ def test_sold_out_type_is_refused_without_a_transaction(client, event):
     status, statements = _statements(client, event, ticket_type, external_id="LATE")
     assert status == 422
     assert statements == [
-        "SELECT e.id,",
         "WITH claim",  # no place: it writes nothing
-        'SELECT "events_tickettype"."id",',  # why: unknown, or full
+        "SELECT e.id,",  # why: the event (unknown, not on sale), the type (unknown, full)
+        'SELECT "events_tickettype"."id",',
         'SELECT "tickets_ticket"."id",',  # a replay would still answer
     ]
     assert db_state(event) == before

@@ -9,7 +9,8 @@ the ORM prepares it: `ticketing.db.insert_params`), and holds the lock only whil
 tests/write_api/test_issue_statement.py holds the two paths together.
 
 The claim is `events.services.ticket_type_claim_sql`; no row back means nothing was written:
-the type is not this event's, or it has no place left (`issuing` tells which). A unique key
+the event is not the organizer's or not on sale, the type is not the event's, or it has no
+place left (`issuing` tells which). A unique key
 already taken (`external_id`, `reference_code`) fails the statement, as it fails the ORM's
 INSERT, and `issuing` answers it the same way.
 """
@@ -53,7 +54,9 @@ def ticket_issue_statement(
     params = {
         "ticket_type_id": ticket.ticket_type_id,
         "event_id": event_id,
+        "organizer_id": organizer_id,
         "via_api": ticket.issued_via_api,
+        "now": now,
     }
     params |= insert_params(order, name="new_order") | insert_params(ticket, name="issued")
     if publish:

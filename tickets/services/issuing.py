@@ -20,6 +20,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from events.models import Event, TicketType
+from events.selectors import event_get_for_organizer
 from events.services import ticket_type_claim_places
 from ticketing.api.exceptions import InvalidParameters, NotFound
 from ticketing.db import atomic_retrying_once
@@ -73,9 +74,35 @@ def _replay(
     return TicketCreateResult(ticket=ticket, idempotent=True)
 
 
-def ticket_create(
+def ticket_create(*, event: Event, **details) -> TicketCreateResult:
+    """Issue one ticket in a new paid external order, or replay the creation of `external_id`.
+
+    A replay (same `external_id`, ticket type and holder) creates nothing and answers with the
+    existing ticket, also while the first is still committing: the late one fails on the unique
+    constraint, rolled back with its claim. `via_api` tickets also count against `api_quota`.
+    With the ticket: its `ticket.created` event and, unless suppressed, the queued email.
+
+    Raises: InvalidParameters, NotFound (ticket type), DuplicateExternalId,
+    DuplicateReferenceCode, EventNotActive, QuotaExceeded. Locks: the type's row (see above).
+    """
+    return _create(organizer_id=event.organizer_id, event_id=event.pk, event=event, **details)
+
+
+def ticket_create_in_event(*, organizer_id: int, event_id: int, **details) -> TicketCreateResult:
+    """`ticket_create` in the organizer's event named by id, as the API's creation names it. The
+    issuing statement checks that the event is the organizer's and on sale, so the event is read
+    only when the statement could not issue, to tell why.
+
+    Raises: NotFound (event), what `ticket_create` raises.
+    """
+    return _create(organizer_id=organizer_id, event_id=event_id, event=None, **details)
+
+
+def _create(
     *,
-    event: Event,
+    organizer_id: int,
+    event_id: int,
+    event: Event | None,
     ticket_type_id: int,
     firstname: str,
     lastname: str,
@@ -87,16 +114,7 @@ def ticket_create(
     actor: Actor,
     via_api: bool = True,
 ) -> TicketCreateResult:
-    """Issue one ticket in a new paid external order, or replay the creation of `external_id`.
-
-    A replay (same `external_id`, ticket type and holder) creates nothing and answers with the
-    existing ticket, also while the first is still committing: the late one fails on the unique
-    constraint, rolled back with its claim. `via_api` tickets also count against `api_quota`.
-    With the ticket: its `ticket.created` event and, unless suppressed, the queued email.
-
-    Raises: InvalidParameters, NotFound (ticket type), DuplicateExternalId,
-    DuplicateReferenceCode, EventNotActive, QuotaExceeded. Locks: the type's row (see above).
-    """
+    """`ticket_create` in the event of `event_id`, loaded (`event`) or not read yet (None)."""
     holder = holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone)
     external_id = (external_id or "").strip() or None
     reference_code = _chosen_code(reference_code)
@@ -105,21 +123,28 @@ def ticket_create(
     )
     issued_by = functools.partial(
         _issued_or_replayed,
-        event=event,
+        event_id=event_id,
         external_id=external_id,
         chosen_code=reference_code,
         replay=replay,
         actor=actor,
     )
     made = functools.partial(
-        _built, event_id=event.pk, holder=holder, external_id=external_id, via_api=via_api
+        _built, event_id=event_id, holder=holder, external_id=external_id, via_api=via_api
     )
     notify = not suppress_notifications
-    by_statement = event.effective_status == Event.Status.ACTIVE and issuing_statement_available()
-    statement = _statement_insert(event=event, type_id=ticket_type_id, made=made, notify=notify)
-    if by_statement and (issued := issued_by(insert=statement)):
-        return issued
-
+    by_statement = issuing_statement_available() and (
+        event is None or event.effective_status == Event.Status.ACTIVE
+    )
+    if by_statement:
+        named = TicketType(pk=ticket_type_id, event_id=event_id)  # the claim's row is its type
+        statement = functools.partial(
+            _statement_insert, organizer_id=organizer_id, made=made, named=named, notify=notify
+        )
+        if issued := issued_by(insert=statement):
+            return issued
+    if event is None:
+        event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
     ticket_type = TicketType.objects.filter(event_id=event.pk, pk=ticket_type_id).first()
     if ticket_type is None:
         raise NotFound("Ticket type not found.")
@@ -128,11 +153,10 @@ def ticket_create(
     refusal = _refusal(event=event, ticket_type=ticket_type, via_api=via_api, full=by_statement)
     if refusal is not None:
         return _replayed_or_refused(refusal, event=event, external_id=external_id, replay=replay)
-    return issued_by(
-        insert=lambda code: _ticket_insert(
-            event=event, ticket_type=ticket_type, made=made, code=code, notify=notify
-        )
+    insert = functools.partial(
+        _ticket_insert, event=event, ticket_type=ticket_type, made=made, notify=notify
     )
+    return issued_by(insert=insert)
 
 
 def _replayed_or_refused(refusal: Exception, *, event: Event, external_id, replay):
@@ -155,7 +179,7 @@ def _chosen_code(reference_code: str | None) -> str | None:
 
 def _issued_or_replayed(
     *,
-    event: Event,
+    event_id: int,
     insert: Callable[[str], Ticket | None],
     external_id: str | None,
     chosen_code: str | None,
@@ -176,7 +200,7 @@ def _issued_or_replayed(
             if external_id is not None and (taken_code or violates(exc, "external_id")):
                 # A replay, or lost the race to an identical (or conflicting) request; a replay
                 # with its own code may trip the code's constraint first.
-                existing = ticket_for_output(event_id=event.pk, external_id=external_id)
+                existing = ticket_for_output(event_id=event_id, external_id=external_id)
                 if existing is not None:
                     return replay(existing)
                 if not taken_code:  # the winner rolled back after all: try again
@@ -215,24 +239,19 @@ def _built(
 
 
 def _statement_insert(
-    *, event: Event, type_id: int, made: Callable, notify: bool
-) -> Callable[[str], Ticket | None]:
-    """The insert of a ticket with a code by one statement (`issue_statement`): the ticket, or
-    None if it wrote nothing."""
-    named = TicketType(pk=type_id, event_id=event.pk)  # the claim's row is its type
-
-    def insert(code: str) -> Ticket | None:
-        order, ticket = made(code, ticket_type=named)
-        return ticket_issue_statement(
-            event_id=event.pk,
-            organizer_id=event.organizer_id,
-            order=order,
-            ticket=ticket,
-            notify=notify,
-            now=ticket.registered_at,
-        )
-
-    return insert
+    code: str, *, organizer_id: int, made: Callable, named: TicketType, notify: bool
+) -> Ticket | None:
+    """The ticket with `code` issued by one statement (`issue_statement`), or None if it wrote
+    nothing."""
+    order, ticket = made(code, ticket_type=named)
+    return ticket_issue_statement(
+        event_id=named.event_id,
+        organizer_id=organizer_id,
+        order=order,
+        ticket=ticket,
+        notify=notify,
+        now=ticket.registered_at,
+    )
 
 
 def _refusal(
@@ -260,7 +279,7 @@ def _refusal(
 
 @atomic_retrying_once
 def _ticket_insert(
-    *, event: Event, ticket_type: TicketType, made: Callable, code: str, notify: bool
+    code: str, *, event: Event, ticket_type: TicketType, made: Callable, notify: bool
 ) -> Ticket:
     """Issue the ticket (`tickets_issue`), then claim the place: last, so that the type's row
     lock, which every sale of the type waits for, is held only from the claim to the commit.
