@@ -10,9 +10,9 @@ tests/write_api/test_issue_statement.py holds the two paths together.
 
 The claim is `events.services.ticket_type_claim_sql`; no row back means nothing was written:
 the event is not the organizer's or not on sale, the type is not the event's, or it has no
-place left (`issuing` tells which). A unique key
-already taken (`external_id`, `reference_code`) fails the statement, as it fails the ORM's
-INSERT, and `issuing` answers it the same way.
+place left (`issuing` tells which). A unique key already taken (`external_id`,
+`reference_code`) fails the statement, as it fails the ORM's INSERT, and `issuing` answers it
+the same way.
 """
 
 from __future__ import annotations
