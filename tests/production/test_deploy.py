@@ -398,18 +398,26 @@ hook = runpy.run_path("deploy/gunicorn.conf.py")["post_worker_init"]
 loaded, frozen = "tickets.views" in sys.modules, gc.get_freeze_count()
 hook(None)
 print(loaded, "tickets.views" in sys.modules, gc.get_freeze_count() - frozen > 10_000)
+print(sys.getswitchinterval())
 """
 
 
-def test_workers_load_the_urlconf_and_freeze_it_before_serving():
-    """A full garbage collection then skips everything a worker loaded before its first request."""
+@pytest.mark.parametrize(("setting", "interval"), [(None, 0.001), ("5", 0.005)])
+def test_workers_load_the_urlconf_and_freeze_it_before_serving(setting, interval):
+    """A full garbage collection then skips everything a worker loaded before its first request;
+    and a thread back from the database waits at most the switch interval for the interpreter
+    (`GUNICORN_SWITCH_INTERVAL_MS`, 1 ms unless set)."""
+    env = _production_env()
+    env.pop("GUNICORN_SWITCH_INTERVAL_MS", None)
+    if setting is not None:
+        env["GUNICORN_SWITCH_INTERVAL_MS"] = setting
     done = subprocess.run(
         [sys.executable, "-c", _WORKER_START],
         cwd=ROOT,
-        env=_production_env(),
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "False True True"
+    assert done.stdout.split() == ["False", "True", "True", str(interval)]
