@@ -1,22 +1,24 @@
-"""A check-in at the gate, by id or by scanned code, decided and recorded in one statement.
+"""A check-in at the gate, by id or by scanned code, decided, recorded and explained in one
+statement.
 
 On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with the rules of
 `checkin.rules` and records the admission, in simple mode and with check-in types, and returns
-the ticket as it now is (with types, each requested type's outcome in request order). A
-statement that admitted nothing yields no row; one read (`refusal_sql`: every rule's verdict
-and the ticket, no transaction, no lock) then tells the refusal (already used, revoked, unpaid,
-draft event, types required, unknown ticket or event). The admission carries no verdicts, so
-the gate's commonest scan pays nothing for its refusals. The locked path
-(`gate.ticket_check_in`) answers what the statements could not settle: a concurrent scan
-changed the ticket between them (every rule holds, yet nothing was admitted), SQLite, or a tag
-to bind.
+the ticket as it now is (with types, each requested type's outcome in request order). When it
+admitted nothing, its second branch reads why (`found`: every rule's verdict and the ticket, as
+the statement's snapshot saw them), so a refusal (already used, revoked, unpaid, draft event,
+types required, unknown ticket or event) costs the round trip an admission costs. PostgreSQL
+runs that branch only when the first yielded nothing (a one-time filter), so the gate's
+commonest scan pays for it only in the statement's length. The locked path
+(`gate.ticket_check_in`) answers what the statement could not settle: a concurrent scan changed
+the ticket after the statement's snapshot (every rule holds as read, yet nothing was admitted),
+SQLite, or a tag to bind.
 
-The statements are built from the rules, over the aliases they are written for. The admission
-admits in simple mode (`simple_admitted`, a conditional UPDATE), and in multiple mode locks the
-ticket (`target`: `FOR UPDATE`, rechecked on the newest row), inserts each requested type that
-meets `TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last word), moves the
-ticket to `used` when it must, and writes the audit rows. Data-modifying clauses run whether or
-not the final SELECT reads them; each writes only from what an admission yielded.
+The statement is built from the rules, over the aliases they are written for. It admits in
+simple mode (`simple_admitted`, a conditional UPDATE), and in multiple mode locks the ticket
+(`target`: `FOR UPDATE`, rechecked on the newest row), inserts each requested type that meets
+`TYPE_RULES` (`ON CONFLICT DO NOTHING`: the unique pair is the last word), moves the ticket to
+`used` when it must, and writes the audit rows. Data-modifying clauses run whether or not the
+final SELECT reads them; each writes only from what an admission yielded.
 """
 
 from __future__ import annotations
@@ -103,19 +105,20 @@ def admit(
     if publish:
         params |= ticket_checked_in_params(organizer_id=organizer_id, event_id=event_id, at=now)
     connection = transaction.get_connection()
+    typed = bool(type_ids)
     with connection.cursor() as cursor:
-        cursor.execute(admit_sql(key.column, publish=publish, typed=bool(type_ids)), params)
-        row = cursor.fetchone()
-        if row is not None:
-            return _admitted(row, alias=connection.alias, typed=bool(type_ids), at=at)
-        cursor.execute(refusal_sql(key.column), params)
+        cursor.execute(admit_sql(key.column, publish=publish, typed=typed), params)
         row = cursor.fetchone()
     if row is None:
         raise NotFound("Event not found.")
-    if row[HEAD] is None:  # the ticket's id: no ticket by this key in the event
+    decided, verdicts, row = row[0], row[1 : 1 + HEAD], row[1 + HEAD :]
+    if decided:
+        return _admitted(row, alias=connection.alias, typed=typed, at=at)
+    found = row[TYPED_HEAD:] if typed else row
+    if found[0] is None:  # the ticket's id: no ticket by this key in the event
         raise NotFound("Ticket not found.")
-    ticket = ticket_from_output_row(row[HEAD:], using=connection.alias)
-    _refuse(row, ticket, alias=connection.alias, event_id=event_id, typed=bool(type_ids))
+    ticket = ticket_from_output_row(found, using=connection.alias)
+    _refuse(verdicts, ticket, alias=connection.alias, event_id=event_id, typed=typed)
     return None  # every rule held as read, yet nothing was admitted: a concurrent scan won
 
 
@@ -143,13 +146,13 @@ def _admitted(row, *, alias: str, typed: bool, at: datetime) -> GateResult:
     return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
 
 
-def _refuse(row, ticket: Ticket, *, alias: str, event_id: int, typed: bool) -> None:
-    """Raise the refusal the verdicts of `refusal_sql` tell, with the ticket as read; return
-    if every rule held (the ticket changed between the statements).
+def _refuse(found, ticket: Ticket, *, alias: str, event_id: int, typed: bool) -> None:
+    """Raise the refusal the verdicts read by the statement's `found` tell, with the ticket as
+    read; return if every rule held (a concurrent scan changed the ticket after the snapshot).
 
     Raises: the rules' errors, CheckInTypeRequired.
     """
-    title, event_status, order_status, *verdicts = row[:HEAD]
+    title, event_status, order_status, *verdicts = found
     event = Event.from_db(alias, ["id", "title", "status"], [event_id, title, event_status])
     ticket.order = Order.from_db(alias, ["id", "status"], [ticket.order_id, order_status])
     simple = verdicts[len(ADMISSIBLE)]
@@ -206,12 +209,12 @@ class _TypeAsRead:
 
 
 TICKET = Ticket._meta.db_table
-# What `refusal_sql`'s row holds before the ticket's output columns: the event's title and
-# status, the order's status, and each rule's verdict (ADMISSIBLE, SIMPLE_MODE, SIMPLE_CHECK_IN).
+# The verdicts of a refusal, after the statement's first column: the event's title and status,
+# the order's status, and each rule's verdict (ADMISSIBLE, SIMPLE_MODE, SIMPLE_CHECK_IN).
 HEAD = 3 + len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN)
-# What the typed statement's row holds before them: whether it admitted in simple mode, then
-# per requested type (request order) its id, name, admission time as read and first broken
-# rule, and the types it inserted.
+# What the typed statement's row holds after them, before the ticket: whether it admitted in
+# simple mode, then per requested type (request order) its id, name, admission time as read
+# and first broken rule, and the types it inserted.
 TYPED_HEAD = 6
 
 _AUDIT_COLUMNS = """ticket_id, check_in_type_id, action, at, actor_user_id, actor_application_id,
@@ -220,20 +223,20 @@ _AUDIT_VALUES = f"""'{CheckInLog.Action.CHECK_IN}', %(at)s, %(user_id)s, %(appli
                 %(nfc_uid)s, %(note)s, %(now)s"""
 
 
-def _found(key: str) -> str:
-    """The event, and the ticket by its key with every rule's verdict (NULLs: no such ticket)."""
-    verdicts = ", ".join(
-        f"({rule.sql}) AS gate_rule_{n}"
-        for n, rule in enumerate((*ADMISSIBLE, SIMPLE_MODE, *SIMPLE_CHECK_IN))
-    )
-    return f"""found AS (
-            SELECT e.title AS gate_event_title, e.status AS gate_event_status,
-                o.status AS gate_order_status, {verdicts}, {select_list(Ticket, "t")}
-            FROM {Event._meta.db_table} AS e
-            LEFT JOIN {TICKET} AS t ON t.event_id = e.id AND t.{key} = %(key)s
-            LEFT JOIN {Order._meta.db_table} AS o ON o.id = t.order_id
-            WHERE e.id = %(event_id)s AND e.organizer_id = %(organizer_id)s
-        )"""
+def _refused(key: str, *, decided: str, typed: bool) -> str:
+    """The statement's second branch, run when the first (`decided`) yielded nothing: the
+    event, and the ticket by its key with every rule's verdict (NULLs: no such ticket); no row
+    when the organizer has no such event."""
+    verdicts = ", ".join(f"({rule.sql})" for rule in (*ADMISSIBLE, SIMPLE_MODE, *SIMPLE_CHECK_IN))
+    no_types = "NULL, " * TYPED_HEAD if typed else ""
+    return f"""SELECT FALSE, e.title, e.status, o.status, {verdicts}, {no_types}
+            {ticket_output_columns(ticket="t", ticket_type="tt")}
+        FROM {Event._meta.db_table} AS e
+        LEFT JOIN {TICKET} AS t ON t.event_id = e.id AND t.{key} = %(key)s
+        LEFT JOIN {Order._meta.db_table} AS o ON o.id = t.order_id
+        LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = t.ticket_type_id
+        WHERE e.id = %(event_id)s AND e.organizer_id = %(organizer_id)s
+          AND NOT EXISTS (SELECT 1 FROM {decided})"""
 
 
 def _simple_admitted(key: str, name: str) -> str:
@@ -317,17 +320,21 @@ def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = Fa
     types (the event may still have none: simple mode ignores them); `publish` records
     `ticket.checked_in` for an admission (`ticket_checked_in_sql`).
 
-    Untyped, it is the simple-mode admission alone and yields the admitted ticket's output
-    columns; typed, the row `TYPED_HEAD` describes, when it admitted the ticket in simple mode
-    or locked it. No row: nothing admitted, and `refusal_sql` says why. Neither pays for the
-    verdicts of a refusal (the planning of the gate's commonest scan)."""
+    Its row: whether it decided (admitted the ticket, or with types locked it), the `HEAD`
+    verdicts of a refusal (NULLs when it decided), typed the `TYPED_HEAD` columns (NULLs when it
+    refused), then the ticket's output columns: as admitted or locked, else as found (NULLs: no
+    such ticket). No row: the organizer has no such event."""
     key = ticket_key_column(key_column)
     webhook = f", {ticket_checked_in_sql(admitted='admitted')}" if publish else ""
+    ticket_type = TicketType._meta.db_table
+    no_verdicts = "NULL, " * HEAD
     if not typed:
         return f"""
         WITH {_simple_admitted(key, "admitted")}, {_audit("admitted")}{webhook}
-        SELECT {ticket_output_columns(ticket="admitted", ticket_type="tt")}
-        FROM admitted JOIN {TicketType._meta.db_table} AS tt ON tt.id = admitted.ticket_type_id
+        SELECT TRUE, {no_verdicts}{ticket_output_columns(ticket="admitted", ticket_type="tt")}
+        FROM admitted JOIN {ticket_type} AS tt ON tt.id = admitted.ticket_type_id
+        UNION ALL
+        {_refused(key, decided="admitted", typed=False)}
     """
     return f"""
         WITH {_simple_admitted(key, "simple_admitted")}, {_typed(key)},
@@ -340,30 +347,12 @@ def admit_sql(key_column: str = "id", *, publish: bool = False, typed: bool = Fa
             UNION ALL
             SELECT * FROM typed_ticket
         ), {_audit("simple_admitted")}{webhook}
-        SELECT EXISTS (SELECT 1 FROM simple_admitted), {_types_head()}
+        SELECT TRUE, {no_verdicts}EXISTS (SELECT 1 FROM simple_admitted), {_types_head()}
             {ticket_output_columns(ticket="s", ticket_type="tt")}
-        FROM shown AS s JOIN {TicketType._meta.db_table} AS tt ON tt.id = s.ticket_type_id
+        FROM shown AS s JOIN {ticket_type} AS tt ON tt.id = s.ticket_type_id
+        UNION ALL
+        {_refused(key, decided="shown", typed=True)}
     """
-
-
-@functools.cache
-def refusal_sql(key_column: str = "id") -> str:
-    """Why the admission statement yielded no row: the row `HEAD` describes, the ticket as it
-    is now; no row when the organizer has no such event. Reads only."""
-    key = ticket_key_column(key_column)
-    return f"""
-        WITH {_found(key)}
-        SELECT {_verdicts("f")}, {ticket_output_columns(ticket="f", ticket_type="tt")}
-        FROM found AS f LEFT JOIN {TicketType._meta.db_table} AS tt ON tt.id = f.ticket_type_id
-    """
-
-
-def _verdicts(found: str) -> str:
-    names = [f"gate_rule_{n}" for n in range(len(ADMISSIBLE) + 1 + len(SIMPLE_CHECK_IN))]
-    return ", ".join(
-        f"{found}.{name}"
-        for name in ("gate_event_title", "gate_event_status", "gate_order_status", *names)
-    )
 
 
 def _audit(admitted: str) -> str:
