@@ -26,8 +26,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from events.models import Event
 from ticketing.metrics import bearer_token_valid, scrape_registry
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 from webhooks.models import WebhookDelivery
+
+from .models import CheckInLog
 
 
 def metric_events():

@@ -3,7 +3,9 @@
 from django.db.models import Exists, OuterRef, Subquery
 
 from events.models import CheckInType
-from tickets.models import Ticket, TicketCheckIn
+from tickets.models import Ticket
+
+from .models import TicketCheckIn
 
 
 def check_in_types_for_ticket(ticket: Ticket) -> dict[int, CheckInType]:

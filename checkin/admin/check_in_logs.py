@@ -6,8 +6,8 @@ from django.contrib import admin
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin
 from tickets.exceptions import TicketAlreadyUsed
-from tickets.models import CheckInLog
 
+from ..models import CheckInLog
 from .inlines import CHECK_IN_LOG_COLUMNS
 
 

@@ -4,7 +4,8 @@ types admitted on the ticket and its check-in history."""
 from django.contrib import admin
 
 from organizers.admin_scoping import ReadOnlyInline
-from tickets.models import CheckInLog, TicketCheckIn
+
+from ..models import CheckInLog, TicketCheckIn
 
 # What a check-in history row shows after its action, on the ticket's page and in the history list.
 CHECK_IN_LOG_COLUMNS = [
