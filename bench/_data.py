@@ -166,7 +166,8 @@ def settle() -> None:
 def reopen(event_id: int) -> None:
     """Make the event's admitted tickets active again, with no check-ins (of any check-in type),
     for another round."""
-    from tickets.models import CheckInLog, Ticket, TicketCheckIn
+    from checkin.models import CheckInLog, TicketCheckIn
+    from tickets.models import Ticket
 
     CheckInLog.objects.filter(ticket__event_id=event_id).delete()
     TicketCheckIn.objects.filter(ticket__event_id=event_id).delete()
@@ -186,7 +187,8 @@ def ticket_states(ticket_ids: list[int]) -> dict[int, TicketState]:
     """Status, used_at and the number of check-in audit rows of each ticket, in two queries."""
     from django.db.models import Count, Q
 
-    from tickets.models import CheckInLog, Ticket
+    from checkin.models import CheckInLog
+    from tickets.models import Ticket
 
     rows = Ticket.objects.filter(id__in=ticket_ids).annotate(
         logs=Count("check_in_logs", filter=Q(check_in_logs__action=CheckInLog.Action.CHECK_IN))

@@ -6,6 +6,7 @@ class CheckinConfig(AppConfig):
     """The gate: check-in and renew, the scanners' sync feed and batch upload, the live counts, the
     check-in log's admin and the staff check-in page (CONTRACT §7, §11, §12, §15)."""
 
+    default_auto_field = "django.db.models.AutoField"
     name = "checkin"
     verbose_name = _("Check-in")
 

@@ -16,8 +16,8 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 
 from events.models import Event
-from tickets.models import CheckInLog
 
+from .models import CheckInLog
 from .stats import Bucket, CheckInStats, event_check_in_stats
 
 # The chart's drawing area, in SVG units; the SVG scales to the page's width.

@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from events.models import CheckInType, Event
 from organizers.permissions import user_is_member
-from tickets.models import CheckInLog
+
+from .models import CheckInLog
 
 
 def events_for_check_in(*, organizer_ids: list[int]) -> QuerySet[Event]:

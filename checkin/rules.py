@@ -24,7 +24,9 @@ from tickets.exceptions import (
     TicketRevoked,
 )
 from tickets.gate_types import iso
-from tickets.models import Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
+
+from .models import TicketCheckIn
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,9 @@ from django.db.models import BooleanField
 from django.db.models.expressions import RawSQL
 
 from ticketing.api.exceptions import InvalidParameters
-from tickets.models import Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
+
+from .models import TicketCheckIn
 
 SYNC_LIMIT_MAX = 1000
 SYNC_LIMIT_DEFAULT = 500

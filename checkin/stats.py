@@ -15,7 +15,9 @@ from django.db import connection, connections, router
 from django.utils import timezone
 
 from events.models import CheckInType, Event, TicketType
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import Ticket
+
+from .models import CheckInLog, TicketCheckIn
 
 BUCKET_SECONDS = 15 * 60
 # The timeline ends with the last bucket holding a check-in and spans at most 14 days: every

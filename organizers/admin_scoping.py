@@ -35,9 +35,9 @@ _ORGANIZER_PATHS = {
     "events.FormField": "event__organizer",
     "tickets.Order": "event__organizer",
     "tickets.Ticket": "event__organizer",
-    "tickets.CheckInLog": "ticket__event__organizer",
-    "tickets.ScanRecord": "event__organizer",
-    "tickets.TicketCheckIn": "ticket__event__organizer",
+    "checkin.CheckInLog": "ticket__event__organizer",
+    "checkin.ScanRecord": "event__organizer",
+    "checkin.TicketCheckIn": "ticket__event__organizer",
     "oauth_setup.Application": "organizer",
 }
 

@@ -5,7 +5,7 @@ them, so the counts are kept in prometheus-client's multiprocess mode: every wor
 values to memory-mapped files in `PROMETHEUS_MULTIPROC_DIR` (deploy/gunicorn.conf.py makes one
 per server start and forgets a worker that exits), and a scrape adds up all the files. Figures
 the database already holds (check-ins, the task queue, webhook deliveries) are read at scrape
-time instead (tickets.metrics): exact, the same whichever worker answers, and unaffected by
+time instead (checkin.metrics): exact, the same whichever worker answers, and unaffected by
 restarts, where counters kept per process would be neither.
 
 A route is the URL pattern's name (or its pattern), never the path: one series per view and

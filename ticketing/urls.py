@@ -6,7 +6,7 @@ from ticketing.health import healthz
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     # Prometheus metrics for operators, behind METRICS_TOKEN (off without it).
-    path("metrics", include("tickets.metrics")),
+    path("metrics", include("checkin.metrics")),
     # /oauth/*, /.well-known/oauth-authorization-server, and the admin's sign-in page.
     path("", include("oauth_setup.urls")),
     # The event dashboard (checkin.dashboard_views), ahead of the admin's catch-all.

@@ -10,12 +10,11 @@ from django.db.models import (
     Prefetch,
     Q,
     QuerySet,
-    Subquery,
     prefetch_related_objects,
 )
 from django.db.models.functions import Lower
 
-from events.models import CheckInType, Event, TicketType
+from events.models import Event, TicketType
 from events.selectors import event_get_for_organizer
 from organizers.models import Membership
 from organizers.permissions import acts_as_member, organizer_reach
@@ -24,7 +23,7 @@ from ticketing.api.fields import INT32_MAX
 from ticketing.db import from_row, select_list
 
 from .codes import reference_code_normalize
-from .models import Order, OrderFormAnswer, Ticket, TicketCheckIn, TicketFormAnswer
+from .models import Order, OrderFormAnswer, Ticket, TicketFormAnswer
 
 # Where the selectors leave a ticket's form answers for `TicketSerializer`: a plain list (as
 # `Prefetch(to_attr=...)` does), so a page of tickets costs no queryset per ticket.
@@ -68,29 +67,6 @@ def ticket_for_output(**filters) -> Ticket | None:
     """
     ticket = next(iter(Ticket.objects.select_related("ticket_type").filter(**filters)[:1]), None)
     return with_form_answers(ticket) if ticket is not None else None
-
-
-def check_in_types_for_ticket(ticket: Ticket) -> dict[int, CheckInType]:
-    """The event's check-in types by id, each annotated with whether this ticket may use it
-    (`restricted`, `valid_for_ticket`) and when it was admitted there (`admitted_at`, None if
-    not). One query; events have a handful."""
-    through = CheckInType.ticket_types.through
-    return {
-        t.pk: t
-        for t in CheckInType.objects.filter(event_id=ticket.event_id).annotate(
-            restricted=Exists(through.objects.filter(checkintype_id=OuterRef("pk"))),
-            valid_for_ticket=Exists(
-                through.objects.filter(
-                    checkintype_id=OuterRef("pk"), tickettype_id=ticket.ticket_type_id
-                )
-            ),
-            admitted_at=Subquery(
-                TicketCheckIn.objects.filter(
-                    ticket_id=ticket.pk, check_in_type_id=OuterRef("pk")
-                ).values("used_at")[:1]
-            ),
-        )
-    }
 
 
 def event_tickets(*, event_id: int) -> QuerySet[Ticket]:

@@ -5,9 +5,10 @@ from django.contrib import admin
 
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin
-from tickets.admin.forms import CHECK_IN_LOG_COLUMNS
 from tickets.exceptions import TicketAlreadyUsed
-from tickets.models import CheckInLog
+
+from ..models import CheckInLog
+from .inlines import CHECK_IN_LOG_COLUMNS
 
 
 class LogEventFilter(EventFilter):

@@ -5,7 +5,8 @@ from django.contrib import admin
 
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin
-from tickets.models import ScanRecord
+
+from ..models import ScanRecord
 
 
 @admin.register(ScanRecord)

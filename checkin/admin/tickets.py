@@ -1,5 +1,6 @@
 """The ticket admin with the gate's actions: staff check tickets in and undo check-ins through the
-same services as the API. It replaces the tickets app's page for `Ticket`, which it extends."""
+same services as the API, and see the ticket's admitted check-in types and check-in history. It
+replaces the tickets app's page for `Ticket`, which it extends."""
 
 from django.contrib import admin
 
@@ -12,6 +13,7 @@ from tickets.models import Ticket
 from tickets.services.common import Actor
 
 from ..services.gate import ticket_check_in, ticket_renew
+from .inlines import CheckInLogInline, TicketCheckInInline
 
 
 def _gate_outcome(result: GateResult) -> str | None:
@@ -38,6 +40,7 @@ admin.site.unregister(Ticket)
 @admin.register(Ticket)
 class TicketAdmin(TicketAdminBase):
     actions = ["check_in", "undo_check_in", *TicketAdminBase.actions]
+    inlines = [TicketCheckInInline, CheckInLogInline, *TicketAdminBase.inlines]
 
     @admin.action(description="Check in", permissions=["operate"])
     def check_in(self, request, queryset):

@@ -36,12 +36,13 @@ from ticketing.api.exceptions import ApplicationError, NotFound
 from ticketing.db import select_list
 from tickets.exceptions import CheckInTypeRequired
 from tickets.gate_types import GateInputs, GateResult, TicketKey, TypeResult
-from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 from tickets.selectors import ticket_from_output_row, ticket_key_column, ticket_output_columns
 from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_checked_in_params, ticket_checked_in_sql
 from webhooks.selectors import webhook_wants
 
+from ..models import CheckInLog, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, simple_check_in_sql
 
 

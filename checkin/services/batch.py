@@ -34,12 +34,13 @@ from django.db.models import Exists, OuterRef, Q
 from events.models import CheckInType, Event
 from ticketing.db import atomic_retrying_once
 from tickets.gate_types import GateInputs, TicketKey
-from tickets.models import CheckInLog, ScanRecord, Ticket, TicketFormAnswer
+from tickets.models import Ticket, TicketFormAnswer
 from tickets.selectors import with_form_answers_of
 from tickets.services.common import Actor
 from tickets.services.publishing import Type
 from webhooks.selectors import webhook_wants
 
+from ..models import CheckInLog, ScanRecord
 from .batch_chunk import Chunk
 
 # Scans applied per transaction: a chunk's tickets stay locked until its commit.

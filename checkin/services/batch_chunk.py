@@ -20,10 +20,11 @@ from ticketing.api.error_body import error_body
 from ticketing.api.exceptions import InvalidParameters, NotFound
 from tickets.exceptions import CheckInTypeRequired, TicketAlreadyUsed, TicketNotUsed
 from tickets.gate_types import GateResult, TypeResult
-from tickets.models import CheckInLog, Order, ScanRecord, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 from tickets.serializers import ScannerTicketSerializer, TypeResultSerializer
 from tickets.services.publishing import Type, ticket_event_record
 
+from ..models import CheckInLog, ScanRecord, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, Rule
 from ..selectors_scanner import ScannerTicketRow
 from .gate import audit_row, check_in_types_admit, check_in_types_renew, not_used_message

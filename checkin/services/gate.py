@@ -24,12 +24,14 @@ from events.models import CheckInType, Event
 from ticketing.db import atomic_retrying_once
 from tickets.exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
 from tickets.gate_types import GateInputs, GateResult, TicketKey, TypeResult
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
-from tickets.selectors import check_in_types_for_ticket, ticket_for_output
+from tickets.models import Ticket
+from tickets.selectors import ticket_for_output
 from tickets.services.common import Actor, ticket_lock, violates
 from tickets.services.publishing import Type, ticket_event_record
 
+from ..models import CheckInLog, TicketCheckIn
 from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, enforce, type_rule_broken
+from ..selectors import check_in_types_for_ticket
 
 __all__ = [  # the gate's operations; a check-in by the event's id starts in `admission`
     "ticket_check_in",

@@ -7,6 +7,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from checkin.models import CheckInLog
 from tests.factories import (
     ApplicationFactory,
     CheckInTypeFactory,
@@ -17,7 +18,6 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
-from tickets.models import CheckInLog
 
 
 def _world(organizer, prefix):

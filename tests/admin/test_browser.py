@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from django.utils import formats, timezone
 
+from checkin.models import CheckInLog
 from tests.factories import (
     EventFactory,
     MembershipFactory,
@@ -13,7 +14,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -126,7 +127,7 @@ def test_lists_fit_a_1280_pixel_screen(admin_server, organizer):
                 ("events", "/admin/events/event/"),
                 ("tickets", f"/admin/tickets/ticket/?event_id={event.pk}"),
                 ("orders", "/admin/tickets/order/"),
-                ("check_in_logs", "/admin/tickets/checkinlog/"),
+                ("check_in_logs", "/admin/checkin/checkinlog/"),
             ):
                 page.goto(f"{admin_server}{path}")
                 page.wait_for_selector("#changelist")

@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from PIL import Image
 
+from checkin.models import CheckInLog
 from tests.factories import (
     ApplicationFactory,
     EventFactory,
@@ -20,7 +21,6 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
-from tickets.models import CheckInLog
 
 PORTS = range(8621, 8640)
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"

@@ -7,8 +7,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from checkin.models import CheckInLog, TicketCheckIn
 from tests.factories import CheckInTypeFactory, EventFactory, OrderFactory, TicketTypeFactory
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import Ticket
 
 
 def _big_event(organizer, n):
@@ -88,7 +89,7 @@ def test_order_changelist_and_check_in_log_query_counts_are_constant(staff_clien
         orders.append(_count(staff_client, reverse("admin:tickets_order_changelist")))
         logs.append(
             _count(
-                staff_client, reverse("admin:tickets_checkinlog_changelist"), {"event_id": event.pk}
+                staff_client, reverse("admin:checkin_checkinlog_changelist"), {"event_id": event.pk}
             )
         )
 

@@ -15,7 +15,7 @@ MODELS = [
     ("events_event", "event"),
     ("events_tickettype", "ticket_type"),
     ("tickets_ticket", "ticket"),
-    ("tickets_checkinlog", "log"),
+    ("checkin_checkinlog", "log"),
     ("tickets_order", "order"),
     ("oauth_setup_application", "application"),
 ]

@@ -14,11 +14,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from checkin.models import CheckInLog
 from events.models import TicketType
 from tests.admin.helpers import change_form_data
 from tests.factories import EventFactory, TicketFactory, TicketTypeFactory
 from tests.task_support import run_due_tasks
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 from tickets.services.exporting import XLSX_CONTENT_TYPE
 
 

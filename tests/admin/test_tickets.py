@@ -6,11 +6,12 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
+from checkin.models import CheckInLog, TicketCheckIn
 from events.models import TicketType
 from tests.admin.helpers import change_form_data, changelist_column, messages_of
 from tests.factories import OrderFactory, TicketFactory, UserFactory
 from tests.task_support import run_due_tasks
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import Ticket
 
 CHANGELIST = "admin:tickets_ticket_changelist"
 # 19:30 in Bangkok (the site's TIME_ZONE), as the admin's date columns show it.
@@ -190,7 +191,7 @@ def test_check_in_history_titles_show_local_time(staff_client, world_a):
     CheckInLog.objects.filter(pk=world_a.log.pk).update(at=USED_AT, created_at=USED_AT)
 
     page = staff_client.get(reverse("admin:tickets_ticket_change", args=[world_a.used.pk]))
-    log_list = staff_client.get(reverse("admin:tickets_checkinlog_changelist"))
+    log_list = staff_client.get(reverse("admin:checkin_checkinlog_changelist"))
 
     title = f"Check-in AUSED01 at {USED_AT_SHOWN}"
     world_a.log.refresh_from_db()

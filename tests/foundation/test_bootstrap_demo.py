@@ -13,10 +13,11 @@ from django.db import connection
 from django.test import override_settings
 
 from accounts.models import User
+from checkin.models import CheckInLog
 from events.models import CheckInType, Event, TicketType
 from oauth_setup.models import Application
 from organizers.models import Membership
-from tickets.models import CheckInLog, Order, Ticket
+from tickets.models import Order, Ticket
 
 ROOT = Path(__file__).resolve().parents[2]
 

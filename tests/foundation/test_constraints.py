@@ -7,9 +7,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from checkin.models import TicketCheckIn
 from events.models import TicketType
 from tests.factories import EventFactory, TicketFactory, TicketTypeFactory
-from tickets.models import Ticket, TicketCheckIn
+from tickets.models import Ticket
 
 pytestmark = pytest.mark.django_db
 

@@ -3,8 +3,9 @@
 
 import pytest
 
+from checkin.models import CheckInLog
 from tests.factories import TicketFactory
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 
 
 @pytest.fixture

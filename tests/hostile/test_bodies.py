@@ -6,8 +6,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test.client import encode_multipart
 
+from checkin.models import CheckInLog
 from tests.hostile.helpers import contract_error
-from tickets.models import CheckInLog
 
 pytestmark = pytest.mark.django_db
 

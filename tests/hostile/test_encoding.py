@@ -51,7 +51,7 @@ def test_invalid_utf8_in_json_body_is_400(organizer_client, event_path, ticket, 
 def test_invalid_utf8_in_form_body_is_stored_as_decoded(
     organizer_client, event_path, ticket, raw, stored
 ):
-    from tickets.models import CheckInLog
+    from checkin.models import CheckInLog
 
     response = organizer_client.post(
         f"{event_path}/tickets/{ticket.id}/checkin",

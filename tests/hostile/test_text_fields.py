@@ -6,10 +6,11 @@ whatever renders HTML, here the admin.
 
 import pytest
 
+from checkin.models import CheckInLog
 from events.models import Event
 from tests.factories import TicketFactory, UserFactory
 from tests.hostile.helpers import contract_error
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 
 pytestmark = pytest.mark.django_db
 
@@ -141,7 +142,7 @@ def test_admin_escapes_hostile_text(client, event, ticket_type):
     pages = [
         f"/admin/tickets/ticket/{ticket.pk}/change/",
         "/admin/tickets/ticket/",
-        "/admin/tickets/checkinlog/",
+        "/admin/checkin/checkinlog/",
         f"/admin/events/event/{event.pk}/change/",
         "/admin/events/event/",
     ]

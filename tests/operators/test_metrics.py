@@ -11,9 +11,9 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from checkin.models import CheckInLog
 from tests.factories import EventFactory, TicketFactory, TicketTypeFactory, WebhookEndpointFactory
 from tests.oauth.support import PYTHON, free_port, get, running, server_env
-from tickets.models import CheckInLog
 from webhooks.models import WebhookDelivery, WebhookEvent
 
 from .queue_tasks import task_echo

@@ -1,6 +1,7 @@
 """Helpers of the scanner tests: URLs, following the sync feed, the feed's view of the database."""
 
-from tickets.models import Order, Ticket, TicketCheckIn
+from checkin.models import TicketCheckIn
+from tickets.models import Order, Ticket
 
 
 def event_url(event) -> str:

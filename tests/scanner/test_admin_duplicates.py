@@ -22,7 +22,7 @@ def test_check_in_log_filter_shows_tickets_admitted_twice_offline(client, event,
     )
     staff = Client()
     staff.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
-    url = reverse("admin:tickets_checkinlog_changelist")
+    url = reverse("admin:checkin_checkinlog_changelist")
 
     doubled = staff.get(url, {"scan": "twice"})
     applied = staff.get(url, {"scan": "applied"})
@@ -52,7 +52,7 @@ def test_uploaded_scans_are_listed_for_the_organizers_staff_only(client, event, 
     other = UserFactory(username="gate-outsider", is_staff=True)
     MembershipFactory(user=other, organizer=OrganizerFactory(), role="staff")
     outsider.force_login(other)
-    url = reverse("admin:tickets_scanrecord_changelist")
+    url = reverse("admin:checkin_scanrecord_changelist")
 
     listed = member.get(url)
     hidden = outsider.get(url)

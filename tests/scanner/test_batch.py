@@ -6,9 +6,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from checkin.models import CheckInLog, ScanRecord
 from tests.factories import CheckInTypeFactory, EventFactory, OrderFactory, TicketFactory
 from tests.write_api.helpers import db_state
-from tickets.models import CheckInLog, Order, ScanRecord, Ticket
+from tickets.models import Order, Ticket
 
 from .helpers import batch_url
 

@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from checkin.models import ScanRecord
 from tests.factories import CheckInTypeFactory, OrderFactory, TicketFactory
-from tickets.models import Order, ScanRecord, Ticket
+from tickets.models import Order, Ticket
 
 from .helpers import batch_url
 

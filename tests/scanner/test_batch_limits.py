@@ -6,12 +6,13 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
+from checkin.models import CheckInLog, ScanRecord
 from tests.factories import TicketFactory
 from tests.oauth.flow import stored_token
 from tests.oauth.support import free_port, wait_for_fresh_window
 from ticketing.api.throttling import token_rate_key
 from ticketing.settings.caches import redis_caches
-from tickets.models import CheckInLog, ScanRecord, Ticket
+from tickets.models import Ticket
 
 from .concurrency import in_thread, wait_until_waiting_on_locks
 from .helpers import batch_url, event_url

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from checkin.models import CheckInLog, ScanRecord, TicketCheckIn
 from tests.factories import CheckInTypeFactory, OrderFactory, TicketFactory, TicketTypeFactory
-from tickets.models import CheckInLog, Order, ScanRecord, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 
 from .helpers import batch_url
 

@@ -5,8 +5,9 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
+from checkin.models import CheckInLog, ScanRecord
 from tests.factories import TicketFactory
-from tickets.models import CheckInLog, ScanRecord, Ticket
+from tickets.models import Ticket
 
 from .concurrency import in_thread, wait_until_waiting_on_locks
 from .helpers import batch_url, event_url

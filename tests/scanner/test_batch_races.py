@@ -7,10 +7,11 @@ import pytest
 from django.db import connection
 from django.test import override_settings
 
+from checkin.models import CheckInLog, ScanRecord
 from events.models import TicketType
 from tests.factories import OrderFactory
 from tests.write_api.test_races import run_at_once
-from tickets.models import CheckInLog, ScanRecord, Ticket
+from tickets.models import Ticket
 
 from .helpers import batch_url
 

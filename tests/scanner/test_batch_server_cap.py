@@ -6,9 +6,10 @@ import pytest
 from django.db import transaction
 from django.test import override_settings
 
+from checkin.models import CheckInLog, ScanRecord
 from tests.factories import EventFactory, MembershipFactory, TicketFactory, TicketTypeFactory
 from tests.support import TokenClient, mint_token
-from tickets.models import CheckInLog, ScanRecord, Ticket
+from tickets.models import Ticket
 
 from .concurrency import in_thread, wait_until_waiting_on_locks
 from .helpers import batch_url, event_url

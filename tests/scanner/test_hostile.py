@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from checkin.models import ScanRecord
 from tests.factories import TicketFactory
-from tickets.models import ScanRecord
 
 from .helpers import batch_url, stats_url, sync_url
 

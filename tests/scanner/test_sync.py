@@ -5,6 +5,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from checkin.models import TicketCheckIn
 from events.models import TicketType
 from tests.factories import (
     CheckInTypeFactory,
@@ -13,7 +14,7 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
-from tickets.models import Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 from tickets.services.common import Actor
 from tickets.services.revoking import order_cancel
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from checkin.models import CheckInLog
 from tests.factories import (
     CheckInTypeFactory,
     EventFactory,
@@ -18,7 +19,7 @@ from tests.factories import (
 )
 from tests.staff.camera import qr_video
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

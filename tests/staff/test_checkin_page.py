@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
+from checkin.models import CheckInLog
 from checkin.services.page_tokens import CLIENT_ID, TOKEN_SECONDS
 from tests.factories import (
     CheckInTypeFactory,
@@ -21,7 +22,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import TokenClient
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 
 PAGE = "/checkin/"
 

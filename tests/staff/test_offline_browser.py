@@ -13,6 +13,7 @@ import pytest
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 
+from checkin.models import CheckInLog
 from checkin.services.page_tokens import CLIENT_ID, page_token_issue
 from tests.factories import (
     CheckInTypeFactory,
@@ -24,7 +25,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import CHROMIUM, CHROMIUM_ARGS, TokenClient, live_site
-from tickets.models import CheckInLog, Ticket
+from tickets.models import Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

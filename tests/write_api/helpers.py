@@ -1,9 +1,10 @@
 """Helpers of the write API tests: URLs, a client per token, and a snapshot of everything a
 gate or creation request may change."""
 
+from checkin.models import CheckInLog, TicketCheckIn
 from events.models import TicketType
 from tests.support import TokenClient
-from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 
 
 def event_url(event) -> str:

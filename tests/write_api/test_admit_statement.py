@@ -6,6 +6,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from checkin.models import CheckInLog, TicketCheckIn
 from checkin.services import admission, gate
 from tests.factories import (
     CheckInTypeFactory,
@@ -15,7 +16,7 @@ from tests.factories import (
     TicketTypeFactory,
 )
 from tickets.gate_types import TicketKey
-from tickets.models import CheckInLog, Ticket, TicketCheckIn, TicketFormAnswer
+from tickets.models import Ticket, TicketFormAnswer
 from tickets.services.common import Actor
 from webhooks.models import WebhookEvent
 from webhooks.outbox import webhook_events_complete

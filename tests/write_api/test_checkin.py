@@ -5,6 +5,7 @@ from datetime import datetime, timedelta
 import pytest
 from django.utils import timezone
 
+from checkin.models import CheckInLog, TicketCheckIn
 from events.models import Event
 from tests.factories import (
     CheckInTypeFactory,
@@ -13,7 +14,7 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
-from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 
 from .helpers import checkin_url, client_for, db_state
 

@@ -13,10 +13,11 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
+from checkin.models import CheckInLog
 from tests.factories import CheckInTypeFactory, FormFieldFactory, TicketFactory
 from tests.smtp_server import SmtpServer
 from tests.task_support import run_due_tasks, scheduled_tasks
-from tickets.models import CheckInLog, Ticket, TicketFormAnswer
+from tickets.models import Ticket, TicketFormAnswer
 from tickets.services.common import Actor
 from tickets.services.emailing import ticket_send_email
 from tickets.services.issuing import ticket_create

@@ -10,7 +10,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from checkin.models import CheckInLog, TicketCheckIn
 from checkin.rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, TYPE_RULES, type_rule_broken
+from checkin.selectors import check_in_types_for_ticket
 from checkin.services import admission, gate
 from events.models import Event
 from tests.factories import CheckInTypeFactory, EventFactory, TicketFactory, TicketTypeFactory
@@ -22,8 +24,7 @@ from tickets.exceptions import (
     TicketRevoked,
 )
 from tickets.gate_types import TicketKey
-from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
-from tickets.selectors import check_in_types_for_ticket
+from tickets.models import Order, Ticket
 from tickets.services.common import Actor, ticket_lock
 
 from .helpers import db_state

@@ -7,10 +7,10 @@ import pytest
 from django.http import QueryDict
 from rest_framework import serializers
 
+from checkin.models import TicketCheckIn
 from tests.factories import CheckInTypeFactory
 from ticketing.api.fields import IdListField
 from tickets.inputs import TicketCreateInputSerializer
-from tickets.models import TicketCheckIn
 
 from .helpers import checkin_url, client_for, db_state, tickets_url
 

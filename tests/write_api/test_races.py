@@ -13,12 +13,13 @@ from django.core import mail
 from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
+from checkin.models import CheckInLog, TicketCheckIn
 from checkin.services import admission
 from tests.factories import CheckInTypeFactory, TicketFactory, TicketTypeFactory
 from tests.scanner.concurrency import in_thread, wait_until_waiting_on_locks
 from tests.task_support import run_due_tasks
 from tickets.gate_types import TicketKey
-from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 from tickets.services import revoking
 from tickets.services.common import Actor
 

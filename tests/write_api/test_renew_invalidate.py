@@ -4,6 +4,7 @@ from datetime import datetime
 
 import pytest
 
+from checkin.models import CheckInLog, TicketCheckIn
 from checkin.services.gate import ticket_check_in
 from tests.factories import (
     CheckInTypeFactory,
@@ -14,7 +15,7 @@ from tests.factories import (
 )
 from ticketing.api.exceptions import NotFound
 from tickets.exceptions import TicketAlreadyUsed
-from tickets.models import CheckInLog, Order, Ticket, TicketCheckIn
+from tickets.models import Order, Ticket
 from tickets.services.common import Actor
 from tickets.services.revoking import order_cancel, ticket_revoke
 

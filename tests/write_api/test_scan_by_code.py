@@ -10,10 +10,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from checkin.models import CheckInLog, TicketCheckIn
 from checkin.services import admission, gate
 from events.models import Event
 from tests.factories import CheckInTypeFactory, EventFactory, OrderFactory, TicketFactory
-from tickets.models import CheckInLog, Ticket, TicketCheckIn
+from tickets.models import Ticket
 
 from .helpers import checkin_url, client_for, db_state, renew_url, tickets_url
 from .test_races import run_at_once

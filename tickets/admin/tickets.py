@@ -1,5 +1,6 @@
 """The ticket admin: staff see their organizers' tickets and operate them (revoke, resend the
-email; `checkin.admin.tickets` adds check-in and undo) through the same services as the API."""
+email; `checkin.admin.tickets` adds check-in and undo, and the check-in history) through the same
+services as the API."""
 
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import SEARCH_VAR
@@ -21,13 +22,7 @@ from ..services.common import Actor
 from ..services.emailing import ticket_email_resend
 from ..services.revoking import ticket_revoke
 from .email_status import email_delivery
-from .forms import (
-    CheckInLogInline,
-    RevokeForm,
-    TicketCheckInInline,
-    TicketForm,
-    TicketFormAnswerInline,
-)
+from .forms import RevokeForm, TicketForm, TicketFormAnswerInline
 from .imports import TicketImportMixin
 from .ticket_tools import TicketPageToolsMixin
 
@@ -100,7 +95,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False
-    inlines = [TicketCheckInInline, CheckInLogInline, TicketFormAnswerInline]
+    inlines = [TicketFormAnswerInline]
     actions = ["revoke", "resend_email", "export_csv", "export_xlsx"]
     fieldsets = [
         (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),

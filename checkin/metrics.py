@@ -6,6 +6,8 @@ database at each scrape, in five aggregate statements whatever the data's size, 
 answers the same: check-ins per running event, each task queue's depth and the age of its
 oldest waiting task, and webhook deliveries by outcome. Events are those active now or ended
 within METRICS_EVENT_GRACE_HOURS, so the event series stay few and go away after the event.
+In the gate's app, which reads the check-in log and may import the apps below it (tickets,
+webhooks).
 """
 
 from datetime import timedelta
@@ -24,9 +26,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from events.models import Event
 from ticketing.metrics import bearer_token_valid, scrape_registry
+from tickets.models import Ticket
 from webhooks.models import WebhookDelivery
 
-from .models import CheckInLog, Ticket
+from .models import CheckInLog
 
 
 def metric_events():
