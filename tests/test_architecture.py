@@ -918,3 +918,50 @@ def test_known_tables_fail_both_ways():
         _check_against_known({("a.py", "x"): ["1"], ("b.py", "y"): ["2"]}, known)
     with pytest.raises(AssertionError, match="delete their entries"):
         _check_known_still_there({}, known)
+
+
+# --- Size: a module is read in one sitting, a function on one screen ------------------------
+
+MODULE_LINES, FUNCTION_LINES = 400, 60
+
+
+def _project_python_files() -> list[Path]:
+    """Every Python file of the repository but tests and migrations (bench/ and deploy/ too)."""
+    tops = [
+        top
+        for top in sorted(ROOT.iterdir())
+        if top.is_dir()
+        and not top.name.startswith(".")
+        and top.name not in {"tests", "node_modules"}
+    ]
+    return [
+        *sorted(ROOT.glob("*.py")),
+        *(
+            path
+            for top in tops
+            for path in sorted(top.rglob("*.py"))
+            if "migrations" not in path.relative_to(ROOT).parts
+        ),
+    ]
+
+
+def test_no_module_is_over_400_lines():
+    long = {
+        str(path.relative_to(ROOT)): lines
+        for path in _project_python_files()
+        if (lines := len(path.read_text().splitlines())) > MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_no_function_is_over_60_lines_outside_the_benchmarks():
+    long = {}
+    for path in _project_python_files():
+        if path.relative_to(ROOT).parts[0] == "bench":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    assert long == {}
