@@ -82,6 +82,12 @@ def parse_args():
         help="gunicorn's worker class (gthread: the deploy's, 4 threads; sync: one thread).",
     )
     parser.add_argument("--per-second", type=int, default=900, help="Tickets per timed second.")
+    parser.add_argument(
+        "--shared-socket",
+        dest="reuse_port",
+        action="store_false",
+        help="The workers share one listening socket, as deployed (default: one each).",
+    )
     parser.add_argument("--extra", action="store_true", help="Also find by code and q=.")
     parser.add_argument("--json", type=Path, help="Also write the rounds' figures here.")
     parser.add_argument("--keep-db", action="store_true", help="Do not drop the bench database.")
@@ -259,6 +265,7 @@ def main() -> int:
         API_RATE_LIMIT="100000000/m",
         CACHE_KEY_PREFIX="gate-bench",
         GUNICORN_WORKER_CLASS=args.worker_class,
+        GUNICORN_REUSE_PORT="1" if args.reuse_port else "0",
     )
     per_run = int(args.per_second * args.seconds)
     simple, multi, types, pools, warm = seed_events(per_run)
