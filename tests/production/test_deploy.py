@@ -388,6 +388,17 @@ def test_gunicorn_builds_its_access_line_only_when_asked():
     assert lines.getvalue() == "200\n"
 
 
+@pytest.mark.parametrize(("setting", "own_sockets"), [(None, False), ("0", False), ("1", True)])
+def test_workers_share_one_listening_socket_unless_asked(monkeypatch, setting, own_sockets):
+    """As deployed, the workers share a socket (a recycled worker's queued connections are not
+    reset); `GUNICORN_REUSE_PORT=1` gives each its own, as `bench/gate.py` runs them."""
+    monkeypatch.delenv("GUNICORN_REUSE_PORT", raising=False)
+    if setting is not None:
+        monkeypatch.setenv("GUNICORN_REUSE_PORT", setting)
+    conf = runpy.run_path(str(ROOT / "deploy" / "gunicorn.conf.py"))
+    assert conf["reuse_port"] is own_sockets
+
+
 _WORKER_START = """
 import gc, runpy, sys
 import django
