@@ -40,6 +40,14 @@ class TicketCheckIn(models.Model):
         return f"{self.ticket} @ {self.check_in_type.name}"
 
 
+def _optional_unindexed(to: str) -> models.ForeignKey:
+    """A reference the row may lack, kept when its target goes, with no index of its own (the
+    partial indexes of `CheckInLog.Meta` serve its lookups)."""
+    return models.ForeignKey(
+        to, on_delete=models.SET_NULL, blank=True, null=True, related_name="+", db_index=False
+    )
+
+
 class CheckInLog(models.Model):
     """Audit row written by every check-in and renew, whoever made it."""
 
@@ -53,32 +61,11 @@ class CheckInLog(models.Model):
     ticket = models.ForeignKey(
         "tickets.Ticket", on_delete=models.CASCADE, related_name="check_in_logs", db_index=False
     )
-    check_in_type = models.ForeignKey(
-        "events.CheckInType",
-        on_delete=models.SET_NULL,
-        blank=True,
-        null=True,
-        related_name="+",
-        db_index=False,
-    )
+    check_in_type = _optional_unindexed("events.CheckInType")
     action = models.CharField(max_length=16, choices=Action.choices)
     at = models.DateTimeField(help_text="Check-in time as the gate reported it.")
-    actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        blank=True,
-        null=True,
-        related_name="+",
-        db_index=False,
-    )
-    actor_application = models.ForeignKey(
-        settings.OAUTH2_PROVIDER_APPLICATION_MODEL,
-        on_delete=models.SET_NULL,
-        blank=True,
-        null=True,
-        related_name="+",
-        db_index=False,
-    )
+    actor_user = _optional_unindexed(settings.AUTH_USER_MODEL)
+    actor_application = _optional_unindexed(settings.OAUTH2_PROVIDER_APPLICATION_MODEL)
     nfc_uid = models.CharField(max_length=64, blank=True, null=True)
     note = models.TextField(blank=True)
     # The ticket's event, so the live counts' timeline reads one index (CONTRACT §12).
