@@ -4,8 +4,8 @@ statement.
 On PostgreSQL, without a tag to bind, one statement (`admit_sql`) decides with the rules of
 `checkin.rules` and records the admission, in simple mode and with check-in types, and returns
 the ticket as it now is (with types, each requested type's outcome in request order). When it
-admitted nothing, its second branch reads why (`found`: every rule's verdict and the ticket, as
-the statement's snapshot saw them), so a refusal (already used, revoked, unpaid, draft event,
+admitted nothing, its second branch reads why (`_refused`: every rule's verdict and the ticket,
+as the statement's snapshot saw them), so a refusal (already used, revoked, unpaid, draft event,
 types required, unknown ticket or event) costs the round trip an admission costs. PostgreSQL
 runs that branch only when the first yielded nothing (a one-time filter), so the gate's
 commonest scan pays for it only in the statement's length. The locked path
@@ -147,13 +147,14 @@ def _admitted(row, *, alias: str, typed: bool, at: datetime) -> GateResult:
     return GateResult(ticket=ticket, check_in_results=results, renew_results=[])
 
 
-def _refuse(found, ticket: Ticket, *, alias: str, event_id: int, typed: bool) -> None:
-    """Raise the refusal the verdicts read by the statement's `found` tell, with the ticket as
-    read; return if every rule held (a concurrent scan changed the ticket after the snapshot).
+def _refuse(head, ticket: Ticket, *, alias: str, event_id: int, typed: bool) -> None:
+    """Raise the refusal the statement's `HEAD` columns (its `_refused` branch) tell, with the
+    ticket as read; return if every rule held (a concurrent scan changed the ticket after the
+    statement's snapshot).
 
     Raises: the rules' errors, CheckInTypeRequired.
     """
-    title, event_status, order_status, *verdicts = found
+    title, event_status, order_status, *verdicts = head
     event = Event.from_db(alias, ["id", "title", "status"], [event_id, title, event_status])
     ticket.order = Order.from_db(alias, ["id", "status"], [ticket.order_id, order_status])
     simple = verdicts[len(ADMISSIBLE)]
