@@ -4,6 +4,9 @@ from django.urls import include, path
 from ticketing.health import healthz
 
 urlpatterns = [
+    # Django tries the routes in order: the API, most of the traffic, first (no other route
+    # starts with its prefix).
+    path("api/public/", include("ticketing.api.urls")),
     path("healthz", healthz, name="healthz"),
     # Prometheus metrics for operators, behind METRICS_TOKEN (off without it).
     path("metrics", include("checkin.metrics")),
@@ -12,7 +15,6 @@ urlpatterns = [
     # The event dashboard (checkin.dashboard_views), ahead of the admin's catch-all.
     path("admin/events/event/", include("checkin.dashboard_views")),
     path("admin/", admin.site.urls),
-    path("api/public/", include("ticketing.api.urls")),
     # The attendee's ticket page (CONTRACT §14), addressed by its token.
     path("t/", include("tickets.page_urls")),
     # The staff check-in page (CONTRACT §15), a client of the public API.

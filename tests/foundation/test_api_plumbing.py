@@ -77,6 +77,16 @@ def test_unknown_route_is_not_in_the_openapi_document(api_client):
     assert [p for p in documented if resolve(p).url_name == "api-unknown-route"] == []
 
 
+def test_each_documented_route_is_reached_by_its_own_path_whatever_comes_before_it(api_client):
+    # The routes are ordered by traffic, not by app: no route may answer another's paths.
+    document = api_client.get("/api/public/schema/", HTTP_ACCEPT="application/json").json()
+
+    for documented in document["paths"]:
+        route = re.sub(r"{(\w+)}", r"<int:\1>", documented.removeprefix("/"))
+        path = re.sub(r"{\w+}", "7", documented)
+        assert resolve(path).route == route, documented
+
+
 # CONTRACT §2, status by status; a feature's own codes may come on top.
 CONTRACT_CODES = {
     400: {"invalid_parameters"},
