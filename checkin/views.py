@@ -58,7 +58,7 @@ def _gate_schema(
 
 
 def _gate_response(result: GateResult) -> Response:
-    return Response(GateResultSerializer().to_representation(result))
+    return Response(GateResultSerializer.represent(result))
 
 
 class TicketCheckInView(APIView):

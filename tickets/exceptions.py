@@ -20,7 +20,7 @@ def ticket_body(ticket: Ticket) -> dict[str, Any]:
     """The ticket as `TicketSerializer` renders it; needs no request (tickets have no images)."""
     from .serializers import TicketSerializer
 
-    return TicketSerializer().to_representation(ticket)
+    return TicketSerializer.represent(ticket)
 
 
 class _CarriesTicket:

@@ -104,3 +104,20 @@ def test_the_steps_are_built_once_per_class():
         "shout",
         "picture",
     ]
+
+
+def test_represent_renders_as_a_context_free_serializer_made_for_the_call(monkeypatch):
+    thing = _thing()
+    expected = _drf(Thing(), thing)
+    Thing.represent(_thing(id=1))  # the class's kept serializer exists from here on
+    made = []
+    monkeypatch.setattr(Thing, "__init__", lambda *a, **k: made.append(a))
+
+    assert Thing.represent(thing) == expected
+    assert Thing.represent(_thing(name="", lines=Rows())) == {
+        **expected,
+        "name": None,
+        "shout": "",
+        "lines": [],
+    }
+    assert made == []

@@ -30,6 +30,12 @@ class DirectRepresentation:
     renders them, walked once per class (the fields must not depend on the instance's context
     but through `to_representation_in`)."""
 
+    @classmethod
+    def represent(cls, instance) -> dict:
+        """`to_representation` without a serializer made for the call (a context-free one, kept
+        per class: rendering reads the class's steps and keeps nothing on the instance)."""
+        return _template(cls).to_representation(instance)
+
     def to_representation(self, instance) -> dict:
         output = {}
         context = None
@@ -48,12 +54,18 @@ class DirectRepresentation:
 
 
 @functools.cache
+def _template(serializer_class: type[serializers.Serializer]) -> serializers.Serializer:
+    return serializer_class()
+
+
+@functools.cache
 def representation_steps(serializer_class: type[serializers.Serializer]) -> tuple[Step, ...]:
     """For each readable field of `serializer_class`: its name, how to read its value from an
     instance, how to render it, and whether rendering takes the context."""
-    template = serializer_class()
     return tuple(
-        _step(name, field) for name, field in template.fields.items() if not field.write_only
+        _step(name, field)
+        for name, field in _template(serializer_class).fields.items()
+        if not field.write_only
     )
 
 

@@ -40,7 +40,7 @@ def ticket_event_record(*, organizer_id: int, ticket: Ticket, type: Type) -> Non
         organizer_id=organizer_id,
         event_id=ticket.event_id,
         type=type,
-        data=lambda: {"ticket": TicketSerializer().to_representation(ticket)},
+        data=lambda: {"ticket": TicketSerializer.represent(ticket)},
     )
 
 
@@ -49,12 +49,11 @@ def tickets_event_record(
 ) -> None:
     """`ticket_event_record` for tickets of one event changed at once (an import's batch): the
     subscriptions asked once, the events written together."""
-    serializer = TicketSerializer()
     webhook_events_record(
         organizer_id=organizer_id,
         event_id=event_id,
         type=type,
-        datas=({"ticket": serializer.to_representation(ticket)} for ticket in tickets),
+        datas=({"ticket": TicketSerializer.represent(ticket)} for ticket in tickets),
     )
 
 
