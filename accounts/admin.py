@@ -1,11 +1,14 @@
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.utils.translation import gettext_lazy as _
+
+from ticketing.admin_dates import HumanDatesMixin
 
 from .models import User
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(HumanDatesMixin, DjangoUserAdmin):
     """Accounts are the platform's: only superusers manage them (organizer members see their
     colleagues on the organizer page)."""
 
@@ -14,18 +17,18 @@ class UserAdmin(DjangoUserAdmin):
     ordering = ["username"]
     fieldsets = [
         (None, {"fields": ["username", "password"]}),
-        ("Profile", {"fields": ["full_name", "email", "phone", "birthday", "gender", "avatar"]}),
+        (_("Profile"), {"fields": ["full_name", "email", "phone", "birthday", "gender", "avatar"]}),
         (
-            "Access",
+            _("Access"),
             {
                 "fields": ["is_active", "is_staff", "is_superuser", "groups", "user_permissions"],
-                "description": (
-                    "is_staff lets a user log in to this admin; what they see there comes from "
-                    "their organizer memberships."
+                "description": _(
+                    "Staff status lets a user sign in to this admin; what they see there comes "
+                    "from their organizer memberships."
                 ),
             },
         ),
-        ("Dates", {"fields": ["last_login", "date_joined"]}),
+        (_("Dates"), {"fields": ["last_login", "date_joined"]}),
     ]
     add_fieldsets = [
         (None, {"classes": ["wide"], "fields": ["username", "email", "password1", "password2"]}),

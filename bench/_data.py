@@ -31,7 +31,7 @@ class BenchData:
         return f"/api/public/organizers/{self.organizer_id}/events/{self.event_id}"
 
 
-def _mint(*, application, user=None, scope: str) -> str:
+def mint(*, application, user=None, scope: str) -> str:
     from django.utils import timezone
     from oauth2_provider.models import AccessToken
 
@@ -106,17 +106,17 @@ def seed(*, tickets: int, gates: int, label: str) -> BenchData:
         tokens = []
         for gate in range(gates):
             if gate % 2 == 0:
-                tokens.append(_mint(application=application, scope="public"))
+                tokens.append(mint(application=application, scope="public"))
             else:
                 staff = User.objects.create(
                     username=f"gate{gate}-{run}", email=f"gate{gate}-{run}@bench.example"
                 )
                 Membership.objects.create(user=staff, organizer=organizer, role="staff")
-                tokens.append(_mint(application=application, user=staff, scope="public organizer"))
+                tokens.append(mint(application=application, user=staff, scope="public organizer"))
         person = User.objects.create(
             username=f"me-{run}", full_name="Bench Person", email=f"me-{run}@bench.example"
         )
-        me_token = _mint(application=application, user=person, scope="public")
+        me_token = mint(application=application, user=person, scope="public")
     _analyze()
     return BenchData(
         organizer_id=organizer.id,
@@ -134,6 +134,16 @@ def reference_codes(data: BenchData, ids: list[int]) -> list[str]:
 
     by_id = dict(Ticket.objects.filter(event_id=data.event_id).values_list("id", "reference_code"))
     return [by_id[i] for i in ids]
+
+
+def signed_codes(data: BenchData, ids: list[int]) -> list[str]:
+    """The signed codes (CONTRACT §14, `T1....`) of the event's tickets `ids`, in that order: what
+    a scan of the QR code sends when the event signs its codes (seeded events do)."""
+    from tickets.models import Ticket
+    from tickets.signed_codes import signed_code
+
+    tickets = Ticket.objects.filter(event_id=data.event_id).in_bulk(ids)
+    return [signed_code(tickets[i], organizer_id=data.organizer_id) for i in ids]
 
 
 def _analyze() -> None:
@@ -164,11 +174,12 @@ def settle() -> None:
 
 
 def reopen(event_id: int) -> None:
-    """Make the event's admitted tickets active again, with no check-ins (of any check-in type),
-    for another round."""
-    from checkin.models import CheckInLog, TicketCheckIn
+    """Make the event's admitted tickets active again, with no check-ins (of any check-in type)
+    and no scan ids answered, for another round."""
+    from checkin.models import CheckInLog, ScanRecord, TicketCheckIn
     from tickets.models import Ticket
 
+    ScanRecord.objects.filter(event_id=event_id).delete()
     CheckInLog.objects.filter(ticket__event_id=event_id).delete()
     TicketCheckIn.objects.filter(ticket__event_id=event_id).delete()
     Ticket.objects.filter(event_id=event_id, status=Ticket.Status.USED).update(

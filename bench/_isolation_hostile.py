@@ -1,13 +1,30 @@
 """Part 3 of `bench/isolation.py`: organizer B's endpoints that never answer, and its pings,
-beside organizer A's creations, whose webhooks and emails are timed."""
+beside organizer A's creations, whose webhooks (at a receiver here) and emails are timed."""
 
 from __future__ import annotations
 
+import threading
 import time
 
-from bench._harness import call
-from bench._stack import MailWatch, Receiver
+from bench._http import Receiver, call
 from tests.smtp_server import SmtpServer
+
+
+class MailWatch:
+    """When each holder's email reached the answering SMTP server (by its recipient)."""
+
+    def __init__(self, smtp: SmtpServer):
+        self.smtp, self.seen, self._stop = smtp, {}, threading.Event()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def _watch(self):
+        done = 0
+        while not self._stop.wait(0.02):
+            for message in self.smtp.messages[done:]:
+                for word in message.split():
+                    if word.strip("<>,").endswith("@isolation.example"):
+                        self.seen.setdefault(word.strip("<>,").lower(), time.monotonic())
+                done += 1
 
 
 def api(method: str, port: int, path: str, token: str, body=None):
@@ -67,11 +84,11 @@ def creations(
         time.sleep(0.25)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
-        hooks = all(t in receiver.first_seen for t in sent)
+        hooks = all(t in receiver.first for t in sent)
         mails = all(e in mail.seen for e, _ in sent.values())
         if hooks and (mails or not wait_mail):
             break
         time.sleep(0.1)
-    hook = [receiver.first_seen.get(t, float("inf")) - at for t, (_, at) in sent.items()]
+    hook = [receiver.first.get(t, float("inf")) - at for t, (_, at) in sent.items()]
     mails = [mail.seen.get(e, float("inf")) - at for e, at in sent.values()]
     return {"webhook": hook, "email": mails}

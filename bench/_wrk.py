@@ -1,19 +1,12 @@
-"""wrk as the load generator of the bench scripts: cheap enough not to be the bottleneck.
+"""wrk as the load generator of the bench scripts: cheap enough not to be the bottleneck (a
+Python client on the server's 2 cores caps `GET /info` at a third of wrk's rate).
 
-A Python client on the 2 cores the server also uses caps `GET /info` at a third of what wrk
-reaches and overstates every ratio to it, so the throughput benches drive wrk (Debian package
-`wrk`) with one Lua script (`LUA`) whose globals say what each request is:
-
-- `PATH` and `BODY`: templates with one `%s`, filled with an item of `ITEMS` (a reference code,
-  a ticket id, a page number);
-- `RANDOM`: items drawn at random; otherwise each is sent once, split between wrk's threads
-  (scans of tickets not admitted yet), and running out is counted (`exhausted`);
-- `TOKENS`: credentials sent in turn in the `Authorization` header (bearer tokens, or `SCHEME`).
-
-The script counts every answer by status and sums the bench's server-side counts
-(`bench._counting`'s headers). wrk's own CPU (user + system, `/proc/<pid>/stat`) is read while
-it runs, and so is the CPU of the pids the caller names (the app server's workers), so a run
-says what share of the machine the generator took from the server.
+One Lua script (`LUA`), whose globals say what each request is: `PATH` and `BODY`, templates
+with one `%s` (`BODY` one or two) filled with an item of `ITEMS` (a reference code, a ticket id,
+a page); `RANDOM`: items drawn at random, otherwise each sent once, split between wrk's threads,
+running out counted (`exhausted`); `TOKENS`: sent in turn in `Authorization` (`SCHEME`). It
+counts answers by status and sums `bench._counting`'s headers. wrk's own CPU and that of the
+pids the caller names (the workers) are read from /proc while it runs.
 """
 
 from __future__ import annotations
@@ -70,7 +63,7 @@ request = function()
   local body = nil
   if BODY ~= "" then
     headers["Content-Type"] = CONTENT_TYPE
-    body = string.format(BODY, it)
+    body = string.format(BODY, it, it)
   end
   return wrk.format(METHOD, string.format(PATH, it), headers, body)
 end
@@ -144,6 +137,7 @@ class WrkRun:
     wrk_cpu_seconds: float
     server_cpu_seconds: float
     wall_seconds: float
+    machine_cpu_seconds: float  # all cores, busy on anything (PostgreSQL, Redis, other work)
 
     @property
     def rate(self) -> float:
@@ -158,6 +152,11 @@ class WrkRun:
     def server_core_share(self) -> float:
         return self.server_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
+    @property
+    def machine_share(self) -> float:
+        """The whole machine's busy CPU, in shares of one core."""
+        return self.machine_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
+
     def unexpected(self, expected: set[int]) -> dict[str, int]:
         return {s: n for s, n in self.statuses.items() if int(s) not in expected}
 
@@ -170,6 +169,13 @@ def cpu_seconds(pid: int) -> float | None:
         return None
     fields = stat[stat.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent on anything but idling since boot (`/proc/stat`'s first line:
+    user, nice, system, idle, iowait, irq, softirq, steal; guest time is already in user)."""
+    ticks = [int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / CLOCK_TICKS
 
 
 def _lua_value(value) -> str:
@@ -210,7 +216,7 @@ def run(
         "-s", script.name, f"http://127.0.0.1:{port}/",
     ]  # fmt: skip
     server_before = {pid: cpu_seconds(pid) or 0.0 for pid in server_pids()}
-    started = time.monotonic()
+    machine_before, started = machine_busy_seconds(), time.monotonic()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     wrk_cpu = 0.0
     try:
@@ -223,7 +229,7 @@ def run(
         output = process.stdout.read()
     finally:
         os.unlink(script.name)
-    wall = time.monotonic() - started
+    wall, machine = time.monotonic() - started, machine_busy_seconds() - machine_before
     server_cpu = sum(
         (cpu_seconds(pid) or 0.0) - server_before.get(pid, 0.0) for pid in server_pids()
     )
@@ -247,4 +253,5 @@ def run(
         wrk_cpu_seconds=wrk_cpu,
         server_cpu_seconds=server_cpu,
         wall_seconds=wall,
+        machine_cpu_seconds=machine,
     )

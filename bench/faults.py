@@ -1,22 +1,14 @@
 """Faults under load: kill -9 gunicorn workers, crash and restart PostgreSQL, lose nothing.
 
-The script starts a PostgreSQL of its own (a throwaway cluster on a loopback port, so nobody
-else's database is touched), two gunicorn instances on it sharing Redis, and 8 gate clients
-checking in distinct tickets. A client that gets 503, or no answer at all, tries the same ticket
-again, as a scanner would. While they run:
-1. `kill -9` one worker of each instance (gunicorn's master must replace it);
-2. `pg_ctl -m immediate stop` (a crash: no checkpoint, connections cut), a few seconds down,
-   then start again (crash recovery).
-Checked afterwards:
-- no 500 and no answer that is not JSON, at any time;
-- while PostgreSQL was down, check-ins and reads answered 503 `service_unavailable` with
-  Retry-After, and /healthz 503 naming the database;
-- the service recovered by itself (no restart of the app servers), and how fast;
-- no acknowledged check-in was lost: every ticket that got a 200 is `used` in the database,
-  with one audit row, and every ticket was checked in exactly once.
-Prints the faults injected and the outcome counts. Exits 1 if a check fails.
-
     REDIS_URL=redis://... python bench/faults.py [--pg-port 8540]
+
+A PostgreSQL of its own (a throwaway cluster on a loopback port), two gunicorn instances on it
+sharing Redis, 8 gates checking in distinct tickets (a 503 or no answer: the same ticket again,
+as a scanner would). Meanwhile: `kill -9` of a worker of each instance; `pg_ctl -m immediate
+stop` (a crash), a few seconds down, start (crash recovery). Checked: no 500 and no answer that
+is not JSON; while PostgreSQL was down, 503 `service_unavailable` with Retry-After (and /healthz
+503 naming the database); recovery without restarting the app servers, and how fast; every
+acknowledged check-in kept, every ticket checked in exactly once.
 """
 
 from __future__ import annotations
@@ -32,15 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (
-    Gunicorn,
-    Reply,
-    ThrowawayPostgres,
-    call,
-    database_url_named,
-    percentile,
-    prepare_database,
-)
+from bench._data import seed, ticket_states
+from bench._harness import Stack, ThrowawayPostgres
+from bench._http import Reply, call
+from bench._report import Report, percentile
 
 
 def main() -> int:
@@ -52,67 +39,49 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=3, help="per instance")
     parser.add_argument("--down-seconds", type=float, default=5.0)
     args = parser.parse_args()
-    redis_url = os.environ.get("REDIS_URL")
 
     postgres = ThrowawayPostgres(args.pg_port).init()
     postgres.start()
-    servers: list[Gunicorn] = []
     try:
-        db_url = database_url_named(postgres.url, "ticketing_faults")
-        env = prepare_database(
-            db_url,
-            redis_url=redis_url,
-            CACHE_KEY_PREFIX=f"bench-faults-{time.time_ns()}",
-            # Measures faults, not the API limit (one budget per application).
-            API_RATE_LIMIT="1000000/m",
-        )
-        from bench._data import seed
+        with Stack("ticketing_faults", postgres=postgres) as stack:
+            data = seed(tickets=args.tickets, gates=args.clients, label="faults")
+            servers = [
+                stack.server(workers=args.workers, port=port, name=f"faults{i}", wait=False)
+                for i, port in enumerate(args.ports)
+            ]
+            for server in servers:
+                server.wait_ready()
+            instances = ", ".join(f"{s.port} ({len(s.worker_pids())} workers)" for s in servers)
+            print(f"throwaway PostgreSQL on 127.0.0.1:{args.pg_port}; instances {instances}")
+            load, faults, elapsed = run(args, data, servers, postgres)
+            respawned = {s.port: len(s.worker_pids()) for s in servers}
+            for server in servers:
+                server.stop()
+            from django.db import connection
 
-        data = seed(tickets=args.tickets, gates=args.clients, label="faults")
-        servers = [
-            Gunicorn(port, env, args.workers, name=f"faults{i}")
-            for i, port in enumerate(args.ports)
-        ]
-        for server in servers:
-            server.start()
-        for server in servers:
-            server.wait_ready()
-        print(
-            f"throwaway PostgreSQL on 127.0.0.1:{args.pg_port}; instances "
-            + ", ".join(f"{s.port} ({len(s.worker_pids())} workers)" for s in servers)
-        )
-
-        load = FaultLoad(data, args.ports, args.clients)
-        monitor = threading.Thread(target=load.watch_health)
-        clients = [threading.Thread(target=load.client, args=(i,)) for i in range(args.clients)]
-        started = time.monotonic()
-        monitor.start()
-        for thread in clients:
-            thread.start()
-
-        faults = inject_faults(load, servers, postgres, args.down_seconds)
-
-        for thread in clients:
-            thread.join(timeout=300)
-        load.stop.set()
-        monitor.join()
-        elapsed = time.monotonic() - started
-        print(
-            f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} after the run"
-        )
-        respawned = {s.port: len(s.worker_pids()) for s in servers}
+            connection.close()  # cut by the crash: the checks below open a new one
+            failures = verify(load, faults, data, respawned, args.workers)
     finally:
-        for server in servers:
-            server.stop()
+        postgres.destroy()
+    return report(load, faults, elapsed, failures)
 
-    from django.db import connection
 
-    connection.close()
-    failures = verify(load, faults, data, respawned, args.workers)
-    report(load, faults, elapsed, failures)
-    connection.close()
-    postgres.destroy()
-    return 1 if failures else 0
+def run(args, data, servers, postgres):
+    """The clients and the health probes, while the faults are injected."""
+    load = FaultLoad(data, args.ports, args.clients)
+    monitor = threading.Thread(target=load.watch_health)
+    clients = [threading.Thread(target=load.client, args=(i,)) for i in range(args.clients)]
+    started = time.monotonic()
+    monitor.start()
+    for thread in clients:
+        thread.start()
+    faults = inject_faults(load, servers, postgres, args.down_seconds)
+    for thread in clients:
+        thread.join(timeout=300)
+    load.stop.set()
+    monitor.join()
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} after the run")
+    return load, faults, time.monotonic() - started
 
 
 class FaultLoad:
@@ -192,8 +161,6 @@ def inject_faults(load: FaultLoad, servers, postgres: ThrowawayPostgres, down: f
 
 
 def verify(load: FaultLoad, faults: Faults, data, respawned, workers) -> list[str]:
-    from bench._data import ticket_states
-
     failures: list[str] = []
     answered = [(k, t, r) for k, t, r in load.replies if r.status != 0]
     five_hundreds = [r for _, _, r in answered if r.status >= 500 and r.status != 503]
@@ -257,43 +224,36 @@ def verify(load: FaultLoad, faults: Faults, data, respawned, workers) -> list[st
     return failures
 
 
-def report(load: FaultLoad, faults: Faults, elapsed: float, failures: list[str]) -> None:
+def report(load: FaultLoad, faults: Faults, elapsed: float, failures: list[str]) -> int:
     outcomes = Counter(
         (kind, reply.status if reply.status else "no answer", reply.code)
         for kind, _, reply in load.replies
     )
     requests = [r for k, _, r in load.replies if k != "health"]
-    latencies = [r.elapsed * 1000 for r in requests]
     acked = {t for k, t, r in load.replies if k == "checkin" and r.status == 200}
-    committed_unacked = {
-        t for k, t, r in load.replies if k == "checkin" and r.status == 422
-    }  # an earlier try committed but its answer was lost (worker killed) or was a 503
-    print(f"faults injected: {len(faults.injected)}")
-    for fault in faults.injected:
-        print(f"  - {fault}")
-    print(
-        f"load: {len(requests)} requests in {elapsed:.1f} s = {len(requests) / elapsed:.0f}/s, "
-        f"p99 {percentile(latencies, 99):.0f} ms (health probes not counted)"
-    )
-    print("outcomes (kind, status, error):")
-    for (kind, status, code), n in sorted(outcomes.items(), key=str):
-        print(f"  {kind:8} {status!s:10} {code or '':22} {n}")
+    # An earlier try committed but its answer was lost (worker killed) or was a 503.
+    retried = {t for k, t, r in load.replies if k == "checkin" and r.status == 422}
+    report = Report("faults under load: " + "; ".join(faults.injected))
+    report.figure("requests/s (health probes not counted)", len(requests) / elapsed, "/s",
+                  digits=0, note=f"{len(requests)} in {elapsed:.1f} s")  # fmt: skip
+    report.figure("latency p99", percentile([r.elapsed * 1000 for r in requests], 99), "ms")
+    report.table(["kind", "status", "error", "answers"],
+                 [[kind, status, code or "", n]
+                  for (kind, status, code), n in sorted(outcomes.items(), key=str)])  # fmt: skip
+    report.figure("database down", faults.down_until - faults.down_from, "s")
     if faults.recovered_at:
-        print(
-            f"database down {faults.down_until - faults.down_from:.1f} s; first check-in 200 "
-            f"{faults.recovered_at - faults.down_until:.2f} s after PostgreSQL was back"
-        )
-    print(
-        f"check-ins acknowledged (200): {len(acked)}; committed but answer lost, then seen as "
-        f"already used on retry: {len(committed_unacked)}"
+        report.figure("first check-in 200 after PostgreSQL was back",
+                      faults.recovered_at - faults.down_until, "s", digits=2)  # fmt: skip
+    report.figure("check-ins acknowledged (200)", len(acked), digits=0)
+    report.figure("committed, answer lost, seen as used on retry", len(retried), digits=0)
+    for failure in failures[:30]:
+        report.check(False, failure)
+    report.check(
+        not failures,
+        "no 500, 503 JSON while the database was down, recovered "
+        "by itself, every acknowledged check-in kept, each ticket checked in once",
     )
-    if failures:
-        print(f"FAILED: {len(failures)} checks")
-        for failure in failures[:30]:
-            print(f"  - {failure}")
-    else:
-        print("OK: no 500, 503 JSON while the database was down, recovered by itself,")
-        print("    every acknowledged check-in is in the database, each ticket checked in once")
+    return report.done()
 
 
 if __name__ == "__main__":

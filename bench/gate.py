@@ -1,42 +1,27 @@
 """The gate's workloads on a production-like server, driven by wrk, as ratios, in one run.
 
-Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), with wrk installed, from the
-repository root:
-
     python bench/gate.py --rounds 3         # or: make bench-gate
     python bench/gate.py --seconds 10 --workers 2 --extra
+    python bench/gate.py --only scan,signed,scan_id --rounds 5   # the three scans, alternately
 
-It creates a database of its own (the server's name plus `_gate_bench`), seeds two events
-(`bench/_data.py`): one in simple mode, one with two check-in types ("Entrance", "VIP Lounge").
-It starts gunicorn with `deploy/gunicorn.conf.py` and the production settings plus a counting
-middleware (`bench/gate_settings.py`, `bench/_counting.py`: SQL statements and Redis round trips
-counted in the server, on the drivers, per request). Each workload is one wrk run
-(`bench/_wrk.py`) of `--seconds` at `--connections`, after an untimed second of its own. The
-workers are the deploy's (`--worker-class gthread`: 4 threads each, connections kept open) or
-`--worker-class sync` (one thread; each request opens a connection, as a gate through a proxy
-that does not keep them):
+On PostgreSQL (`DATABASE_URL`), Redis (`REDIS_URL`) and wrk: two events (`bench/_data.py`,
+signed codes on), one in simple mode, one with check-in types "Entrance" and "VIP Lounge";
+gunicorn with `deploy/gunicorn.conf.py` and the production settings plus a counting middleware
+(`bench/gate_settings.py`: SQL statements and Redis round trips per request, on the drivers).
+Each workload is one wrk run (`bench/_wrk.py`) of `--seconds` at `--connections`, after an
+untimed second, on the deploy's gthread workers or `--worker-class sync` (a connection per
+request). Workloads (`--only`'s keys): `info` (`GET /info`, the baseline), `organizers`, `list`
+(a random page of 50), `scan` (scan-by-code, a ticket not admitted yet), `signed` (by its signed
+code, CONTRACT §14), `scan_id` (with a distinct `scan_id`, CONTRACT §7), `by_id` (check-in by
+id), `multi1`/`multi2` (1 and 2 check-in types), `used`/`unknown` (refusals, 422 and 404);
+`--extra`: find by code (event, global) and `q=`.
 
-- `GET /info`: no token, no database; the baseline of the first ratios;
-- `GET /organizers`: the trivial authenticated GET;
-- a list page of 50, pages drawn at random over the simple event;
-- scan-by-code check-in in simple mode, each scan a ticket not admitted yet;
-- check-in by id (`POST .../tickets/{t}/checkin`), each a ticket not admitted yet;
-- scan-by-code in multi mode with `check_in_type_ids` of 1 type and of 2 types;
-- refusals: scan-by-code of an already used ticket (422) and of an unknown code (404).
-
-With `--extra`, find by code (event-scoped and global) and `q=` too. This machine's speed drifts
-by tens of percent within minutes, so every workload's run follows a `GET /info` run of its own,
-of the same length: its ratio to `/info` is to that neighbour, and its ratio to the simple scan
-(the multi-mode scans and the refusals) is of the two ratios to their neighbours. Issue 29's
-targets stand beside them. With `--rounds N` every workload runs N times, in turn (the events'
-tickets made active again between rounds), and each ratio is the median of its rounds' ratios.
-A workload after one that wrote starts from a vacuumed and checkpointed database
-(`bench._data.settle`).
-
-wrk's own CPU and the gunicorn workers' are read from /proc over each run and printed as
-shares of one core: what the generator took from the server on a machine they share. `CPU ms`
-is the workers' CPU per answer, which other load on the machine moves less than a rate, and
-`by CPU` the ratio to `GET /info` it gives (`/info`'s CPU per answer over the workload's).
+The machine's speed drifts by tens of percent within minutes, so every workload's run follows a
+`GET /info` run of its own: its ratio to `/info` is to that neighbour, its ratio to the printed
+scan the quotient of the two. `--rounds N` runs the workloads in turn N times (tickets and scan
+ids made fresh between rounds), each ratio the rounds' median; a workload after one that wrote
+starts from a vacuumed and checkpointed database. `CPU ms` is the workers' CPU per answer
+(/proc), which other load moves less than a rate; `by CPU` the ratio to `/info` it gives.
 """
 
 from __future__ import annotations
@@ -44,27 +29,42 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import _wrk  # noqa: E402
-from bench._data import BenchData, reference_codes, reopen, seed, settle  # noqa: E402
-from bench._gate_report import INFO, SCAN, report  # noqa: E402
-from bench._harness import Gunicorn, free_port, own_database, release_database  # noqa: E402
+from bench._data import BenchData, reference_codes, reopen, seed, settle, signed_codes  # noqa: E402
+from bench._harness import Stack  # noqa: E402
+from bench._report import Report, median  # noqa: E402
 
 USED = 500  # tickets kept used, for the refusals
+INFO, SCAN = "GET /info", "scan, printed code"
+# (target, of what): issue 29's; issue 44's signed code within 15% of the printed one; issue
+# 42's scan with scan_id within 10% of one without.
+TARGETS = {
+    "GET /organizers": (0.40, INFO),
+    "list page of 50": (0.10, INFO),
+    SCAN: (0.30, INFO),
+    "scan, signed code": (0.85, SCAN),
+    "scan, with scan_id": (0.90, SCAN),
+    "check-in by id": (0.35, INFO),
+    "scan, 1 check-in type": (0.80, SCAN),
+    "scan, 2 check-in types": (0.80, SCAN),
+    "refusal: already used": (0.90, SCAN),
+    "refusal: unknown code": (0.90, SCAN),
+}
 
 
 @dataclass
 class Workload:
+    key: str
     name: str
     load: _wrk.Load
-    expected: set[int]
-    writes: bool = False
-    pool: list | None = None  # items each run takes its own slice of (not yet admitted)
+    expected: int
+    pool: str = ""  # the pool of tickets not admitted yet each run takes its own slice of
 
 
 def parse_args():
@@ -73,22 +73,14 @@ def parse_args():
     parser.add_argument("--connections", type=int, default=8, help="wrk connections (gates).")
     parser.add_argument("--threads", type=int, default=1, help="wrk threads.")
     parser.add_argument("--rounds", type=int, default=1, help="Each ratio: median of rounds'.")
-    parser.add_argument("--port", type=int, default=0, help="Loopback port (0: a free one).")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
-    parser.add_argument(
-        "--worker-class",
-        choices=("gthread", "sync"),
-        default="gthread",
-        help="gunicorn's worker class (gthread: the deploy's, 4 threads; sync: one thread).",
-    )
+    parser.add_argument("--worker-class", choices=("gthread", "sync"), default="gthread",
+                        help="gthread: the deploy's, 4 threads; sync: one thread.")  # fmt: skip
     parser.add_argument("--per-second", type=int, default=900, help="Tickets per timed second.")
-    parser.add_argument(
-        "--shared-socket",
-        dest="reuse_port",
-        action="store_false",
-        help="The workers share one listening socket, as deployed (default: one each).",
-    )
+    parser.add_argument("--shared-socket", dest="reuse_port", action="store_false",
+                        help="The workers share one listening socket, as deployed.")  # fmt: skip
     parser.add_argument("--extra", action="store_true", help="Also find by code and q=.")
+    parser.add_argument("--only", default="", help="Workload keys, comma-separated (+ info).")
     parser.add_argument("--json", type=Path, help="Also write the rounds' figures here.")
     parser.add_argument("--keep-db", action="store_true", help="Do not drop the bench database.")
     return parser.parse_args()
@@ -111,25 +103,95 @@ def multi_scan_body(type_ids: list[int]) -> str:
     return '{"reference_code": "%s", "check_in_type_ids": ' + json.dumps(type_ids) + "}"
 
 
-def seed_events(per_run: int):
-    """The simple event (scans, check-ins by id, used tickets) and the multi-mode one."""
-    warm = max(200, per_run // 5)
-    simple = seed(tickets=2 * (warm + per_run) + USED, gates=8, label="gate")
-    multi, types = seed_multi_event(tickets=2 * (warm + per_run), label="gate-multi")
-    n = warm + per_run
-    return (
-        simple,
-        multi,
-        types,
-        {
-            "scan": reference_codes(simple, simple.ticket_ids[:n]),
-            "by id": simple.ticket_ids[n : 2 * n],
-            "used": reference_codes(simple, simple.ticket_ids[2 * n :]),
-            "multi 1": reference_codes(multi, multi.ticket_ids[:n]),
-            "multi 2": reference_codes(multi, multi.ticket_ids[n:]),
-        },
-        warm,
-    )
+def seed_events(n: int):
+    """The simple event (its pools of fresh tickets, the used ones) and the multi-mode one."""
+    simple = seed(tickets=4 * n + USED, gates=8, label="gate")
+    multi, types = seed_multi_event(tickets=2 * n, label="gate-multi")
+    ids = simple.ticket_ids
+    pools = {
+        "scan": reference_codes(simple, ids[:n]),
+        "signed": signed_codes(simple, ids[n : 2 * n]),
+        "scan_id": reference_codes(simple, ids[2 * n : 3 * n]),
+        "by_id": ids[3 * n : 4 * n],
+        "used": reference_codes(simple, ids[4 * n :]),
+        "multi1": reference_codes(multi, multi.ticket_ids[:n]),
+        "multi2": reference_codes(multi, multi.ticket_ids[n:]),
+    }
+    return simple, multi, types, pools
+
+
+def workloads(simple, multi, types, pools, *, extra: bool) -> list[Workload]:
+    event, scan = simple.event_path, simple.event_path + "/tickets/checkin"
+    code = '{"reference_code": "%s"}'
+    with_id = '{"reference_code": "%s", "scan_id": "s-%s"}'  # the code makes the id distinct
+    unknown = [f"NOSUCH{n:06d}" for n in range(5000)]
+    codes = pools["scan"] + pools["used"]
+    pages = list(range(1, max(1, len(simple.ticket_ids) // 50) + 1))
+    found = [  # key, name, path, body, random items, expected status, data
+        ("info", INFO, "/api/public/info", "", None, 200, None),
+        ("organizers", "GET /organizers", "/api/public/organizers", "", None, 200, simple),
+        ("list", "list page of 50", f"{event}/tickets?per_page=50&page=%s", "", pages, 200, simple),
+        ("scan", SCAN, scan, code, None, 200, simple),
+        ("signed", "scan, signed code", scan, code, None, 200, simple),
+        ("scan_id", "scan, with scan_id", scan, with_id, None, 200, simple),
+        ("by_id", "check-in by id", f"{event}/tickets/%s/checkin", "{}", None, 200, simple),
+        ("multi1", "scan, 1 check-in type", multi.event_path + "/tickets/checkin",
+         multi_scan_body(types[:1]), None, 200, multi),
+        ("multi2", "scan, 2 check-in types", multi.event_path + "/tickets/checkin",
+         multi_scan_body(types), None, 200, multi),
+        ("used", "refusal: already used", scan, code, pools["used"], 422, simple),
+        ("unknown", "refusal: unknown code", scan, code, unknown, 404, simple),
+    ]  # fmt: skip
+    if extra:
+        found += [
+            ("find_event", "find by code, event", f"{event}/tickets/search?reference_code=%s",
+             "", codes, 200, simple),
+            ("find_global", "find by code, global",
+             f"/api/public/tickets/search?event_id={simple.event_id}&reference_code=%s", "",
+             codes, 200, simple),
+            ("q", "q= on event tickets", f"{event}/tickets?q=%s", "",
+             list(range(len(simple.ticket_ids))), 200, simple),
+        ]  # fmt: skip
+    plan = []
+    for key, name, path, body, items, expected, data in found:
+        load = _wrk.Load(path, method="POST" if body else "GET", body=body, items=items or [],
+                         random=bool(items), tokens=data.gate_tokens if data else [])  # fmt: skip
+        plan.append(Workload(key, name, load, expected, key if key in pools and not items else ""))
+    return plan
+
+
+def run_rounds(args, server, plan, pools, events, warm) -> tuple[dict, dict]:
+    """Every workload of `plan` in turn, `--rounds` times, each after a `/info` run of its own."""
+    rounds = {w.name: [] for w in plan}
+    beside = {w.name: [] for w in plan}  # each run's `/info` neighbour
+    common = dict(connections=args.connections, threads=args.threads,
+                  server_pids=server.worker_pids)  # fmt: skip
+    for number in range(1, args.rounds + 1):
+        for data in events:
+            reopen(data.event_id)
+        mark_used(events[0].event_id, pools["used"])
+        settle()
+        wrote = False
+        for workload in plan:
+            if wrote:
+                settle()  # from the same settled database (`bench._data.settle`)
+            warm_load, timed_load = workload.load, workload.load
+            if workload.pool:
+                warm_load = replace(workload.load, items=pools[workload.pool][:warm])
+                timed_load = replace(workload.load, items=pools[workload.pool][warm:])
+            if workload.name != INFO:
+                beside[workload.name].append(
+                    _wrk.run(INFO, server.port, plan[0].load, seconds=args.seconds, **common)
+                )
+            _wrk.run("warm-up", server.port, warm_load, seconds=1, **common)
+            result = _wrk.run(workload.name, server.port, timed_load, seconds=args.seconds,
+                              **common)  # fmt: skip
+            rounds[workload.name].append(result)
+            wrote = workload.load.method == "POST"
+            print(f"  {number}: {workload.name:<24} {result.rate:8.1f} req/s  "
+                  f"wrk {result.wrk_core_share:4.0%} of a core", flush=True)  # fmt: skip
+    beside[INFO] = rounds[INFO]
+    return rounds, beside
 
 
 def mark_used(event_id: int, codes: list[str]) -> None:
@@ -142,179 +204,100 @@ def mark_used(event_id: int, codes: list[str]) -> None:
     )
 
 
-def workloads(simple, multi, types, pools, *, pages: int, extra: bool) -> list[Workload]:
-    scan = "/tickets/checkin"
-    code = '{"reference_code": "%s"}'
-
-    def load(path, data, **kwargs):
-        return _wrk.Load(path, tokens=data.gate_tokens, **kwargs)
-
-    post = dict(method="POST")
-    found = [
-        Workload(INFO, _wrk.Load("/api/public/info"), {200}),
-        Workload("GET /organizers", load("/api/public/organizers", simple), {200}),
-        Workload(
-            "list page of 50",
-            load(
-                f"{simple.event_path}/tickets?per_page=50&page=%s",
-                simple,
-                items=list(range(1, pages + 1)),
-                random=True,
-            ),
-            {200},
-        ),
-        Workload(
-            SCAN,
-            load(simple.event_path + scan, simple, body=code, **post),
-            {200},
-            True,
-            pools["scan"],
-        ),
-        Workload(
-            "check-in by id",
-            load(f"{simple.event_path}/tickets/%s/checkin", simple, body="{}", **post),
-            {200},
-            True,
-            pools["by id"],
-        ),
-        Workload(
-            "scan, 1 check-in type",
-            load(multi.event_path + scan, multi, body=multi_scan_body(types[:1]), **post),
-            {200},
-            True,
-            pools["multi 1"],
-        ),
-        Workload(
-            "scan, 2 check-in types",
-            load(multi.event_path + scan, multi, body=multi_scan_body(types), **post),
-            {200},
-            True,
-            pools["multi 2"],
-        ),
-        Workload(
-            "refusal: already used",
-            load(
-                simple.event_path + scan,
-                simple,
-                body=code,
-                items=pools["used"],
-                random=True,
-                **post,
-            ),
-            {422},
-            True,
-        ),
-        Workload(
-            "refusal: unknown code",
-            load(
-                simple.event_path + scan,
-                simple,
-                body=code,
-                random=True,
-                items=[f"NOSUCH{n:06d}" for n in range(5000)],
-                **post,
-            ),
-            {404},
-            True,
-        ),
-    ]
-    if extra:
-        codes = pools["scan"] + pools["used"]
-        found += [
-            Workload(
-                "find by code, event",
-                load(
-                    f"{simple.event_path}/tickets/search?reference_code=%s",
-                    simple,
-                    items=codes,
-                    random=True,
-                ),
-                {200},
-            ),
-            Workload(
-                "find by code, global",
-                load(
-                    f"/api/public/tickets/search?event_id={simple.event_id}&reference_code=%s",
-                    simple,
-                    items=codes,
-                    random=True,
-                ),
-                {200},
-            ),
-            Workload(
-                "q= on event tickets",
-                load(
-                    f"{simple.event_path}/tickets?q=%s",
-                    simple,
-                    random=True,
-                    items=list(range(len(simple.ticket_ids))),
-                ),
-                {200},
-            ),
-        ]
-    return found
-
-
 def main() -> int:
     args = parse_args()
-    port = args.port or free_port()
-    bench_url, env = own_database(
+    with Stack(
         "gate_bench",
+        keep_db=args.keep_db,
         DJANGO_SETTINGS_MODULE="bench.gate_settings",
-        # Far above what the bench reaches: the limiter's round trip still happens each call.
-        API_RATE_LIMIT="100000000/m",
         CACHE_KEY_PREFIX="gate-bench",
         GUNICORN_WORKER_CLASS=args.worker_class,
         GUNICORN_REUSE_PORT="1" if args.reuse_port else "0",
-    )
-    per_run = int(args.per_second * args.seconds)
-    simple, multi, types, pools, warm = seed_events(per_run)
-    pages = max(1, len(simple.ticket_ids) // 50)
-    plan = workloads(simple, multi, types, pools, pages=pages, extra=args.extra)
-    server = Gunicorn(port=port, env=env, workers=args.workers, name="gate-bench")
-    server.start()
-    rounds: dict[str, list[_wrk.WrkRun]] = {w.name: [] for w in plan}
-    beside: dict[str, list[_wrk.WrkRun]] = {w.name: [] for w in plan}  # each run's `/info`
-    try:
-        server.wait_ready()
+    ) as stack:
+        per_run = int(args.per_second * args.seconds)
+        warm = max(200, per_run // 5)
+        simple, multi, types, pools = seed_events(warm + per_run)
+        plan = workloads(simple, multi, types, pools, extra=args.extra)
+        if args.only:
+            keys = {"info", *args.only.split(",")}
+            plan = [workload for workload in plan if workload.key in keys]
+        server = stack.server(workers=args.workers)
         workers = len(server.worker_pids())
-        print(f"gunicorn on 127.0.0.1:{port}, {workers} workers, wrk -t{args.threads} "
+        print(f"gunicorn on 127.0.0.1:{server.port}, {workers} workers, wrk -t{args.threads} "
               f"-c{args.connections}", flush=True)  # fmt: skip
-        for number in range(1, args.rounds + 1):
-            for data in (simple, multi):
-                reopen(data.event_id)
-            mark_used(simple.event_id, pools["used"])
-            settle()
-            wrote = False
-            for workload in plan:
-                if wrote:
-                    settle()  # from the same settled database (`bench._data.settle`)
-                common = dict(connections=args.connections, threads=args.threads,
-                              server_pids=server.worker_pids)  # fmt: skip
-                warm_load, timed_load = workload.load, workload.load
-                if workload.pool is not None:
-                    warm_load = _copy(workload.load, workload.pool[:warm])
-                    timed_load = _copy(workload.load, workload.pool[warm:])
-                if workload.name != INFO:  # its neighbour, the baseline of its ratios
-                    info = _wrk.run(INFO, port, plan[0].load, seconds=args.seconds, **common)
-                    beside[workload.name].append(info)
-                _wrk.run("warm-up", port, warm_load, seconds=1, **common)
-                result = _wrk.run(workload.name, port, timed_load, seconds=args.seconds, **common)
-                rounds[workload.name].append(result)
-                wrote = workload.writes
-                print(f"  {number}: {workload.name:<24} {result.rate:8.1f} req/s  "
-                      f"wrk {result.wrk_core_share:4.0%} of a core", flush=True)  # fmt: skip
-    finally:
-        server.stop()
-        release_database(bench_url, keep=args.keep_db)
+        rounds, beside = run_rounds(args, server, plan, pools, (simple, multi), warm)
     if args.json:
         args.json.write_text(json.dumps({k: [r.__dict__ for r in v] for k, v in rounds.items()}))
-    beside[INFO] = rounds[INFO]
     return report(args, plan, rounds, beside, workers)
 
 
-def _copy(load: _wrk.Load, items: list) -> _wrk.Load:
-    return _wrk.Load(**{**load.__dict__, "items": items})
+def report(args, plan: list[Workload], rounds: dict, beside: dict, workers: int) -> int:
+    """Each ratio is to the `/info` run beside the workload's (`beside`), or of two such."""
+
+    def to_info(name: str) -> list[float]:
+        pairs = zip(rounds[name], beside[name], strict=True)
+        return [run.rate / info.rate if info.rate else 0.0 for run, info in pairs]
+
+    def ratios(name: str, of: str) -> list[float]:
+        if of == INFO:
+            return to_info(name)
+        return [a / b for a, b in zip(to_info(name), to_info(of), strict=True) if b]
+
+    def cpu_ms(name: str) -> float:
+        return median(r.server_cpu_seconds * 1000 / max(1, r.requests) for r in rounds[name])
+
+    connections = "connections kept open (gthread)"
+    if args.worker_class == "sync":
+        connections = "a new connection per request (sync workers close each)"
+    report = Report(
+        f"the gate: {len(rounds[INFO])} round(s), each workload {args.seconds:.0f} s, wrk "
+        f"-t{args.threads} -c{args.connections}, {connections}; {workers} gunicorn "
+        f"{args.worker_class} workers; rates the rounds' median, p50/p99 of the median round"
+    )
+    rows = []
+    for workload in plan:
+        runs = rounds[workload.name]
+        middle = sorted(runs, key=lambda run: run.rate)[len(runs) // 2]
+        bad = {}
+        for run in runs:
+            for status, count in run.unexpected({workload.expected}).items():
+                bad[status] = bad.get(status, 0) + count
+            for what, count in (("socket errors", run.socket_errors),
+                                ("ran out of tickets", run.exhausted)):  # fmt: skip
+                if count:
+                    bad[what] = bad.get(what, 0) + count
+        if bad:
+            report.check(False, f"{workload.name}: {bad}")
+        vs_scan = ratios(workload.name, SCAN) if SCAN in rounds else []
+        rows.append([
+            workload.name, median(r.rate for r in runs), middle.p50_ms, middle.p99_ms,
+            f"{middle.sql_per_request:.2f}", f"{middle.redis_per_request:.2f}",
+            f"{median(ratios(workload.name, INFO)):.1%}",
+            f"{median(vs_scan):.1%}" if vs_scan else "", f"{cpu_ms(workload.name):.2f}",
+            f"{cpu_ms(INFO) / (cpu_ms(workload.name) or 1):.1%}",
+            f"{median(r.wrk_core_share for r in runs):.0%}",
+        ])  # fmt: skip
+    report.table(["workload", "req/s", "p50 ms", "p99 ms", "SQL/req", "Redis", "vs /info",
+                  "vs scan", "CPU ms", "by CPU", "wrk core"], rows)  # fmt: skip
+    report.section("ratios: the median of the rounds' (range and ratio by CPU per answer noted)")
+    for workload in plan:
+        target, of = TARGETS.get(workload.name, (None, ""))
+        if target is None or of not in rounds:
+            continue
+        values = ratios(workload.name, of)
+        report.ratio(f"{workload.name} / {of}", median(values), at_least=target,
+                     note=f"[{min(values):.0%}–{max(values):.0%}], by CPU "
+                          f"{cpu_ms(of) / (cpu_ms(workload.name) or 1):.0%}")  # fmt: skip
+    every = [run for runs in rounds.values() for run in runs]
+    wall = sum(run.wall_seconds for run in every)
+    wrk_cpu, server_cpu = (sum(getattr(r, k) for r in every)
+                           for k in ("wrk_cpu_seconds", "server_cpu_seconds"))  # fmt: skip
+    report.ratio("wrk's own CPU, of one core", wrk_cpu / wall,
+                 note=f"the workers' {server_cpu / wall:.0%}; wrk "
+                      f"{wrk_cpu / (wrk_cpu + server_cpu):.0%} of the two's CPU")  # fmt: skip
+    if SCAN in rounds:
+        report.figure(f"{SCAN}: p99", median(r.p99_ms for r in rounds[SCAN]), "ms")
+    return report.done()
 
 
 if __name__ == "__main__":

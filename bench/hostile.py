@@ -1,24 +1,16 @@
 """Hostile input against the live server: schemathesis over the OpenAPI document, with tokens.
 
-Starts one gunicorn instance (production settings) on a fresh database with an organizer, a
-member's token (`public organizer`, which every endpoint accepts), an active event and tickets,
-then runs schemathesis over `/api/public/schema/` twice, each bounded by `--max-examples` per
-operation:
-- pinned: path ids fixed to the real organizer, event and ticket, so generated queries and
-  bodies reach the code behind the access checks;
-- free: ids generated too (int32 edges, unknown ids, other organizers' ids).
-Every schemathesis check is on, and any failure fails the run: no 5xx; status codes, content
-types, headers and bodies as the schema says; schema-invalid input refused; and schema-valid
-input accepted, so the document states every rule the API enforces on a request. Let through,
-each only where it can happen: a 422 for the state of the ticket, order, event or quota (a
-second check-in of the pinned ticket is `ticket_already_used`; `STATE_DEPENDENT`); and the two
-cases of `bench/hostile_checks.py` (a `used_at` ahead of the server's clock; a non-object body
-sent as a form).
-The rate limits are raised for this run (they are not under test here). Independently of
-schemathesis, the server's own access log is read back: every answer counted by status, and
-any 5xx fails the run.
-
     DATABASE_URL=postgres://... python bench/hostile.py [--max-examples 25]
+
+One gunicorn (`bench/_harness.py`, production settings, rate limits raised) on a fresh database
+with an organizer, a member's token (`public organizer`, which every endpoint accepts), an
+active event and tickets; schemathesis over `/api/public/schema/` twice, `--max-examples` per
+operation: pinned (path ids fixed to the real organizer, event and ticket, so input reaches the
+code behind the access checks), then free (ids generated too). Every check is on and any
+failure fails the run: no 5xx; codes, types, headers and bodies as the schema says;
+schema-invalid input refused, schema-valid input accepted. Let through, only where it can
+happen: a 422 for the state of the ticket, order, event or quota (`STATE_DEPENDENT`), and the
+cases of `bench/hostile_checks.py`. The server's own log is read back too: any 5xx fails.
 """
 
 from __future__ import annotations
@@ -35,14 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import (
-    OUT_DIR,
-    Gunicorn,
-    call,
-    free_port,
-    own_database,
-    release_database,
-)
+from bench._data import seed
+from bench._harness import HUGE, OUT_DIR, Stack
+from bench._http import call
+from bench._report import Report
 
 HOOKS = Path(__file__).resolve().with_name("hostile_checks.py")
 POSITIVE_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "429", "5xx"]  # its defaults
@@ -68,24 +56,12 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261121)
     parser.add_argument("--keep-db", action="store_true")
     args = parser.parse_args()
-    args.port = args.port or free_port()
-
-    db_url, env = own_database(
-        "hostile",
-        CACHE_KEY_PREFIX=f"bench-hostile-{time.time_ns()}",
-        API_RATE_LIMIT="1000000/m",
-        ME_RATE_LIMIT="1000000/m",
-    )
-    from bench._data import seed
-
-    data = seed(tickets=200, gates=2, label="hostile")
-    member_token = data.gate_tokens[1]  # a member's user token, scope `public organizer`
-
-    server = Gunicorn(args.port, env, args.workers, name="hostile").start()
-    results = {}
-    try:
-        server.wait_ready()
-        schema = call("GET", args.port, "/api/public/schema/?format=json")
+    with Stack("hostile", keep_db=args.keep_db, ME_RATE_LIMIT=HUGE) as stack:
+        data = seed(tickets=200, gates=2, label="hostile")
+        member_token = data.gate_tokens[1]  # a member's user token, scope `public organizer`
+        server = stack.server(workers=args.workers, port=args.port)
+        args.port = server.port
+        schema = call("GET", server.port, "/api/public/schema/?format=json")
         if schema.status != 200 or not isinstance(schema.body, dict):
             print(f"FAILED: no OpenAPI document at /api/public/schema/ ({schema.status})")
             return 1
@@ -96,25 +72,18 @@ def main() -> int:
             "path.event_id": data.event_id,
             "path.ticket_id": data.ticket_ids[0],
         }
-        for name, parameters in (("pinned", pinned), ("free", {})):
-            results[name] = run_schemathesis(name, args, member_token, parameters)
-    finally:
-        server.stop()
-
+        results = {
+            name: run_schemathesis(name, args, member_token, parameters)
+            for name, parameters in (("pinned", pinned), ("free", {}))
+        }
     statuses = access_log_statuses(server.log_path)
-    print(
-        "server answers by status: " + ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items()))
-    )
-    failed = {name: codes for name, codes in results.items() if codes}
+    report = Report("hostile input: schemathesis, every check, against the live server")
+    report.table(["server answers by status", "answers"], sorted(statuses.items()))
+    for name, codes in results.items():
+        report.check(not codes, f"schemathesis, {name} ids: {dict(codes) or 'no failure'}")
     server_errors = sum(n for status, n in statuses.items() if status >= 500)
-    if server_errors:
-        print(f"FAILED: the server answered {server_errors} times with 5xx")
-    if failed:
-        print(f"FAILED: schemathesis failures {dict(failed)}; see above")
-    if not failed and not server_errors:
-        print("OK: every check passed; no 5xx")
-    release_database(db_url, keep=args.keep_db)
-    return 1 if failed or server_errors else 0
+    report.check(not server_errors, f"no 5xx in the server's access log ({server_errors})")
+    return report.done()
 
 
 def schemathesis_config(parameters: dict) -> str:

@@ -1,31 +1,20 @@
 """Schemathesis hooks for `bench/hostile.py` (loaded through `SCHEMATHESIS_HOOKS`).
 
-Every check runs on every operation; this drops exactly six kinds of failure, which are about
-what a schema can say or what a request can carry, not about the API:
-
-- `positive_data_acceptance` (ST202) on a check-in or renew refused with a 400 naming only
-  `used_at`, when the `used_at` sent is more than 5 minutes ahead of now. CONTRACT §7 allows a
-  scanner's clock at most 5 minutes ahead; the document states every other rule of those
-  bodies (the lower bound too, as a pattern), but no schema can state a bound that moves
-  with the clock.
-- `negative_data_rejection` (ST201) for a body generated as an array or a scalar and sent as
-  a form: a form can only carry fields, so what reaches the server is an empty form (or one
-  unknown field), which is a valid request. Schemathesis makes this allowance for object
-  bodies only.
-- `positive_data_acceptance` (ST202) on the sync feed refused with a 400 naming only `cursor`:
-  a cursor is valid only if this service signed it for this event (CONTRACT §11), which no
-  schema can state.
-- `positive_data_acceptance` (ST202) on a batch upload refused with a 400 naming only scan
-  ids, when the upload does repeat an id: CONTRACT §11 refuses it whole, and a schema can
-  require distinct items but not distinct values of one property.
-- `positive_data_acceptance` (ST202) on an event's ticket search refused with a 400 naming
-  only its keys, when the query does not hold exactly one of `reference_code`, `nfc_uid`,
-  `ticket_id`: OpenAPI cannot relate query parameters, so the document says this rule in
-  their descriptions (CONTRACT §6).
-- `negative_data_rejection` (ST201) on a batch upload whose shape is right (an object with a
-  list of scans, one result per scan) and where a scan failed: CONTRACT §11 fails a scan that
-  is wrong on its own (a missing `used_at`, two keys...) alone, in a 200, and replays a scan
-  id already applied; the document still states each scan's rules.
+Every check runs on every operation; this drops exactly six kinds of failure, about what a
+schema can say or a request carry, not about the API:
+- ST202 (`positive_data_acceptance`), a check-in or renew refused with a 400 naming only a
+  `used_at` more than 5 minutes ahead: CONTRACT §7's bound moves with the clock;
+- ST201 (`negative_data_rejection`), an array or scalar body sent as a form: a form carries
+  only fields, so an empty form (or one unknown field) arrives, a valid request;
+- ST202 on the sync feed, a 400 naming only `cursor`: a cursor is valid only if this service
+  signed it for this event (CONTRACT §11);
+- ST202 on a batch upload, a 400 naming only scan ids that repeat: CONTRACT §11 refuses it
+  whole, and a schema cannot require distinct values of one property;
+- ST202 on an event's ticket search, a 400 naming only its keys when the query does not hold
+  exactly one of `reference_code`, `nfc_uid`, `ticket_id`: OpenAPI cannot relate query
+  parameters, so their descriptions say it (CONTRACT §6);
+- ST201 on a batch upload of the right shape where a scan failed: CONTRACT §11 fails a scan
+  wrong on its own (no `used_at`, two keys...) alone, in a 200, and replays a scan id applied.
 """
 
 from __future__ import annotations

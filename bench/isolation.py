@@ -1,36 +1,23 @@
 """One organizer cannot slow another (issue 28's Must show), on a production-like stack, one run.
 
-Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), with wrk installed, from the
-repository root:
-
     python bench/isolation.py
     python bench/isolation.py --seconds 10 --creations 40
 
-It creates a database of its own (the server's name plus `_isolation_bench`), seeds a simple
-event and one with two check-in types (`bench/_data.py`, through the ORM), starts gunicorn with
-`deploy/gunicorn.conf.py` and the production settings (2 workers of its class) and one task
-worker per queue as `make serve` and the Procfile do (`manage.py run_worker --queue-name email`,
-`webhooks`, `default`). Everything after the seed goes through the public HTTP API, so the
-bench does not depend on how webhooks or tasks are kept. It prints, with the issue's targets:
-
-1. 500-scan batch uploads (CONTRACT §11) of each kind: fresh, all already used, all unknown
-   codes, fresh in the event with 2 check-in types (both requested) (≤ 1.5 s each);
-2. online scan-by-code at the gates (wrk, `--gates` connections, one check-in type) with no
-   uploads, then while 4 scanners upload 500-scan batches back to back to the same event
-   (p99 ≤ 3× the quiet p99; no scan waits more than 1 s); a scanner refused by the
-   per-organizer or per-server upload cap (429) waits its `Retry-After` (at most a second) and
-   tries again;
-3. organizer B registers 20 endpoints that accept connections and never answer and asks for
-   200 pings (`WEBHOOK_TEST_RATE_LIMIT` raised for the bench, so that all 200 are queued);
-   then organizer A creates `--creations` tickets, a few a second: the delay from each
-   creation's request to the first `ticket.created` attempt at A's receiver on 127.0.0.1
-   (p95 ≤ 5 s), and to the holder's email at an SMTP server that answers (≤ 5 s); then the
-   same with an SMTP server that accepts and never answers (the email worker restarted on
-   it): A's webhooks stay on time, only email waits;
-4. client-credentials token issuance (`POST /oauth/token`, HTTP Basic) vs an authenticated
-   `GET /organizers`, both with wrk, alternately, `--token-rounds` times (the median of the
-   rounds' ratios ≥ 50%), with the task workers stopped; and the same ratio by the app
-   servers' CPU per answer, which other load on the machine moves less.
+On PostgreSQL (`DATABASE_URL`), Redis (`REDIS_URL`) and wrk (`bench/_harness.py`): a simple
+event and one with two check-in types, gunicorn (`deploy/gunicorn.conf.py`, 2 workers) and one
+task worker per queue (`email`, `webhooks`, `default`), as the Procfile runs them; after the
+seed, only the public HTTP API. Printed, with the issue's targets:
+1. 500-scan batch uploads (CONTRACT §11): fresh, all already used, all unknown, fresh with 2
+   check-in types (≤ 1.5 s each);
+2. online scan-by-code (wrk, `--gates` connections, one type) alone, then while 4 scanners
+   upload 500-scan batches back to back (p99 ≤ 3× alone; no scan waits over 1 s); a scanner
+   refused by an upload cap (429) tries again after its `Retry-After` (at most 1 s);
+3. organizer B's 20 endpoints that never answer, 200 pings queued; then A creates
+   `--creations` tickets, a few a second: creation to the first `ticket.created` attempt at A's
+   receiver (p95 ≤ 5 s) and to the holder's email (≤ 5 s); again with an SMTP server that never
+   answers: A's webhooks stay on time, only email waits;
+4. client-credentials token issuance vs `GET /organizers`, wrk, alternately, `--token-rounds`
+   times, task workers stopped (median ratio ≥ 50%; also by the servers' CPU per answer).
 """
 
 from __future__ import annotations
@@ -49,22 +36,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import _wrk  # noqa: E402
-from bench._data import _mint, seed, settle  # noqa: E402
-from bench._harness import (  # noqa: E402
-    OUT_DIR,
-    Gunicorn,
-    call,
-    free_port,
-    own_database,
-    release_database,
-)
-from bench._isolation_hostile import api, creations, hostile_b, pings  # noqa: E402
+from bench._data import mint, seed, settle  # noqa: E402
+from bench._harness import HUGE, OUT_DIR, Stack  # noqa: E402
+from bench._http import Receiver, call  # noqa: E402
+from bench._isolation_hostile import MailWatch, api, creations, hostile_b, pings  # noqa: E402
 from bench._isolation_report import report  # noqa: E402
-from bench._stack import MailWatch, Receiver, Workers  # noqa: E402
 from tests.smtp_server import SmtpServer  # noqa: E402
 
 SCANS = 500
-HUGE = "100000000/m"
 
 
 def parse_args():
@@ -108,7 +87,7 @@ def seed_all(args):
         application = Application.objects.filter(organizer_id=data.organizer_id).get()
         user = Membership.objects.filter(organizer_id=data.organizer_id).first().user
         Membership.objects.filter(organizer_id=data.organizer_id).update(role="admin")
-        admins[label] = _mint(application=application, user=user, scope="public organizer")
+        admins[label] = mint(application=application, user=user, scope="public organizer")
     type_a = TicketType.objects.create(
         event_id=simple.event_id, name="Door", price=100000, quantity=10**6
     ).pk
@@ -143,6 +122,11 @@ def seed_all(args):
         gate_codes=multi_codes[SCANS : SCANS + gate_tickets],
         upload_codes=multi_codes[SCANS + gate_tickets :],
     )
+
+
+def created_ticket(event: dict) -> int | None:
+    """A `ticket.created` event's ticket id: what the receiver keeps the first attempts by."""
+    return event["data"]["ticket"]["id"] if event.get("type") == "ticket.created" else None
 
 
 def batch(prefix: str, codes: list[str], **fields) -> dict:
@@ -268,17 +252,13 @@ def tokens_vs_organizers(port: int, s: dict, seconds: float, pids, rounds: int) 
 
 def main() -> int:
     args = parse_args()
-    port = free_port()
     OUT_DIR.mkdir(parents=True, exist_ok=True)
-    servers = [SmtpServer(answering=a).__enter__() for a in (True, False, False)]
-    answering, hung_smtp, hung_http = servers
-    shared = dict(
-        CACHE_KEY_PREFIX=f"isolation-{secrets.token_hex(3)}",
-        API_RATE_LIMIT=HUGE,
+    answering, hung_smtp, hung_http = (SmtpServer(answering=a).__enter__()
+                                       for a in (True, False, False))  # fmt: skip
+    settings = dict(
         TOKEN_RATE_LIMIT=HUGE,
         WEBHOOK_TEST_RATE_LIMIT=HUGE,
         WEBHOOK_ALLOW_PRIVATE_URLS="true",
-        WEBHOOK_SUBSCRIPTION_CACHE_SECONDS="1",
         GUNICORN_TIMEOUT="120",
         EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend",
         EMAIL_HOST="127.0.0.1",
@@ -286,56 +266,50 @@ def main() -> int:
         EMAIL_USE_TLS="false",
     )
     if args.worker_class:
-        shared["GUNICORN_WORKER_CLASS"] = args.worker_class
+        settings["GUNICORN_WORKER_CLASS"] = args.worker_class
     if args.threads:
-        shared["GUNICORN_THREADS"] = str(args.threads)
-    bench_url, env = own_database("isolation_bench", **shared)
-    s = seed_all(args)
-    server = Gunicorn(port=port, env=env, workers=args.workers, name="isolation-bench").start()
-    workers = Workers(env)
-    receiver, mail = Receiver(), MailWatch(answering)
+        settings["GUNICORN_THREADS"] = str(args.threads)
+    results = {}
     try:
-        server.wait_ready()
-        for queue in ("email", "webhooks", "default"):
-            workers.start(queue)
-        pids = server.worker_pids
-        for data in (s["simple"], s["multi"]):  # each worker's token and route warm
-            for token in data.gate_tokens:
-                call("GET", port, "/api/public/organizers", token=token)
-        if args.only_tokens:
-            workers.stop_all()
-            token_runs = tokens_vs_organizers(port, s, args.seconds, pids, args.token_rounds)
-            return report(args, None, None, None, None, None, None, token_runs)
-        upload_times = uploads(port, s)
-        quiet, busy, stats = gates_with_uploads(port, s, args.seconds, args.gates, pids)
-        if args.only_uploads:
-            return report(args, upload_times, quiet, busy, stats, None, None, None)
-        api(
-            "POST",
-            port,
-            f"/organizers/{s['simple'].organizer_id}/webhooks",
-            s["admins"]["a"],
-            {"url": receiver.url, "event_types": ["ticket.created"]},
-        )
-        time.sleep(1.5)  # WEBHOOK_SUBSCRIPTION_CACHE_SECONDS: every server knows A's endpoint
-        endpoint_ids = hostile_b(port, s, hung_http)
-        pings(port, s, endpoint_ids)
-        answered = creations(port, s, args.creations, "ok", receiver, mail, wait_mail=True)
-        workers.stop("email")
-        workers.start("email", EMAIL_PORT=str(hung_smtp.port))
-        pings(port, s, endpoint_ids)
-        hung = creations(port, s, args.creations, "hung", receiver, mail, wait_mail=False)
-        # Part 4 is the cost of an issuance, not part 3 again: the workers still retrying B's
-        # hung endpoints would take the cores (and the commits) it measures.
-        workers.stop_all()
-        token_runs = tokens_vs_organizers(port, s, args.seconds, pids, args.token_rounds)
+        with Stack("isolation_bench", keep_db=args.keep_db, **settings) as stack:
+            s = seed_all(args)
+            server = stack.server(workers=args.workers)
+            for queue in ("email", "webhooks", "default"):
+                stack.worker(queue)
+            for data in (s["simple"], s["multi"]):  # each worker's token and route warm
+                for token in data.gate_tokens:
+                    call("GET", server.port, "/api/public/organizers", token=token)
+            run_parts(args, stack, server, s, (answering, hung_smtp, hung_http), results)
     finally:
-        workers.stop_all()
-        server.stop()
-        release_database(bench_url, keep=args.keep_db)
         for smtp in (answering, hung_smtp, hung_http):
             smtp.stop()
-    return report(args, upload_times, quiet, busy, stats, answered, hung, token_runs)
+    return report(args, results)
+
+
+def run_parts(args, stack, server, s, smtp, results) -> None:
+    """The parts `args` ask for, each figure in `results` as soon as it is measured."""
+    answering, hung_smtp, hung_http = smtp
+    port, pids = server.port, server.worker_pids
+    if not args.only_tokens:
+        results["uploads"] = uploads(port, s)
+        results["gates"] = gates_with_uploads(port, s, args.seconds, args.gates, pids)
+        if args.only_uploads:
+            return
+        receiver, mail = Receiver(key=created_ticket), MailWatch(answering)
+        api("POST", port, f"/organizers/{s['simple'].organizer_id}/webhooks", s["admins"]["a"],
+            {"url": receiver.url, "event_types": ["ticket.created"]})  # fmt: skip
+        endpoint_ids = hostile_b(port, s, hung_http)
+        pings(port, s, endpoint_ids)
+        results["answered"] = creations(port, s, args.creations, "ok", receiver, mail, True)
+        stack.stop_worker("email")
+        stack.worker("email", EMAIL_PORT=str(hung_smtp.port))
+        pings(port, s, endpoint_ids)
+        results["hung"] = creations(port, s, args.creations, "hung", receiver, mail, False)
+    # Part 4 is the cost of an issuance, not part 3 again: the workers still retrying B's hung
+    # endpoints would take the cores (and the commits) it measures.
+    for queue in list(stack.workers):
+        stack.stop_worker(queue)
+    results["tokens"] = tokens_vs_organizers(port, s, args.seconds, pids, args.token_rounds)
 
 
 if __name__ == "__main__":

@@ -1,21 +1,14 @@
 """Which of the project's files one scan-by-code check-in runs, from its URL to its SQL and back.
 
-Run on PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), from the repository root:
-
     python bench/request_files.py
     python bench/request_files.py --refusal          # the ticket is already used: a 422
     python bench/request_files.py --token-miss       # a token this process has not kept yet
     python bench/request_files.py --token app --functions
 
-The bench makes a fresh database of its own, with the production settings, and sends the
-requests through Django's test client (no network). One warm-up request of the same kind loads
-what is imported lazily and, with a member's token, keeps the token (`oauth_setup.token_cache`);
-the next request is traced with a profile hook (`sys.setprofile`): every Python function it
-enters, by the file that defines it. Listed are the repository's own files, leaving out the
-virtualenv, the tests and the bench. Code a module runs only when it is imported is not
-counted, since the warm-up imported it; a file whose functions the request does not call is
-not counted either, whatever imports it.
-"""
+A fresh database (`bench/_harness.py`, production settings), no server: Django's test client.
+A warm-up request of the same kind imports what loads lazily (and keeps a member's token); the
+next is traced (`sys.setprofile`): every function it enters, by the repository file defining it
+(not the virtualenv, tests or bench). Import-time code and files only imported do not count."""
 
 from __future__ import annotations
 
@@ -30,7 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench._data import seed  # noqa: E402
-from bench._harness import own_database, release_database  # noqa: E402
+from bench._harness import HUGE, Stack  # noqa: E402
+from bench._report import Report  # noqa: E402
 
 LEFT_OUT = ("tests", "bench", ".venv")
 
@@ -101,66 +95,63 @@ class Tracer:
 
 def main() -> int:
     args = parse_args()
-    os.environ["API_RATE_LIMIT"] = "100000000/m"  # this process serves the requests itself
-    bench_url, _ = own_database("files")
-    from django.test import Client
-
-    from tickets.models import Ticket
-
-    try:
-        data = seed(tickets=8, gates=4, label="files")
-        codes = list(
-            Ticket.objects.filter(event_id=data.event_id)
-            .order_by("id")
-            .values_list("reference_code", flat=True)
-        )
-        tokens = {"app": (data.gate_tokens[0], data.gate_tokens[2])}
-        tokens["member"] = (data.gate_tokens[1], data.gate_tokens[3])
-        warm_token, cold_token = tokens[args.token]
-        client = Client()
-        scan = f"{data.event_path}/tickets/checkin"
-
-        def send(code: str, token: str):
-            return client.post(
-                scan,
-                {"reference_code": code.lower()},
-                content_type="application/json",
-                HTTP_AUTHORIZATION=f"Bearer {token}",
-                HTTP_HOST="127.0.0.1",
-            )
-
-        expected = 422 if args.refusal else 200
-        if args.refusal:  # both tickets admitted first; then each is scanned again
-            for code in codes[:2]:
-                assert send(code, warm_token).status_code == 200
-        warm = send(codes[0], warm_token)
-        assert warm.status_code == expected, warm.content[:300]
-        token = cold_token if args.token_miss else warm_token
-        with Tracer() as tracer:
-            response = send(codes[1], token)
-        assert response.status_code == expected, response.content[:300]
-    finally:
-        release_database(bench_url, keep=args.keep_db)
-
+    os.environ["API_RATE_LIMIT"] = HUGE  # this process serves the requests itself
+    with Stack("files", keep_db=args.keep_db):
+        tracer = trace(args)
     found = tracer.functions_by_file()
     packages = defaultdict(list)
     for path in sorted(found):
         packages[path.split("/", 1)[0] if "/" in path else "(root)"].append(path)
     request = "refused (422)" if args.refusal else "admitted (200)"
     kept = "not kept" if args.token_miss else "kept"
-    print(
-        f"\nPOST {{event}}/tickets/checkin by reference_code, {request}, {args.token} token "
-        f"{kept}: {len(found)} project files ran\n"
-    )
+    report = Report(f"POST {{event}}/tickets/checkin by reference_code, {request}, {args.token} "
+                    f"token {kept}: the project files it ran")  # fmt: skip
     for package, paths in sorted(packages.items()):
-        print(f"{package} ({len(paths)})")
+        print(f"  {package} ({len(paths)})")
         for path in paths:
-            print(f"  {path}")
+            print(f"    {path}")
             if args.functions:
-                for name in sorted(found[path]):
-                    print(f"      {name}")
-    print(f"\ntotal: {len(found)}")
-    return 0
+                print("".join(f"        {name}\n" for name in sorted(found[path])), end="")
+    report.figure("project files one scan runs", len(found), "files", digits=0)
+    return report.done()
+
+
+def trace(args) -> Tracer:
+    """A warm-up scan, then the traced one, through Django's test client."""
+    from django.test import Client
+
+    from tickets.models import Ticket
+
+    data = seed(tickets=8, gates=4, label="files")
+    codes = list(
+        Ticket.objects.filter(event_id=data.event_id)
+        .order_by("id")
+        .values_list("reference_code", flat=True)
+    )
+    tokens = {"app": (data.gate_tokens[0], data.gate_tokens[2])}
+    tokens["member"] = (data.gate_tokens[1], data.gate_tokens[3])
+    warm_token, cold_token = tokens[args.token]
+    client = Client()
+
+    def send(code: str, token: str):
+        return client.post(
+            f"{data.event_path}/tickets/checkin",
+            {"reference_code": code.lower()},
+            content_type="application/json",
+            HTTP_AUTHORIZATION=f"Bearer {token}",
+            HTTP_HOST="127.0.0.1",
+        )
+
+    expected = 422 if args.refusal else 200
+    if args.refusal:  # both tickets admitted first; then each is scanned again
+        for code in codes[:2]:
+            assert send(code, warm_token).status_code == 200
+    warm = send(codes[0], warm_token)
+    assert warm.status_code == expected, warm.content[:300]
+    with Tracer() as tracer:
+        response = send(codes[1], cold_token if args.token_miss else warm_token)
+    assert response.status_code == expected, response.content[:300]
+    return tracer
 
 
 if __name__ == "__main__":

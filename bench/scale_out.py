@@ -1,20 +1,14 @@
 """Scale-out: two gunicorn instances share one PostgreSQL and one Redis under gate traffic.
 
-8 client threads alternate between the two instances, checking in 2,000 distinct tickets and
-racing on 200 shared ones (every thread tries every shared ticket, in the same order, so the
-attempts overlap), with a burst of `GET /me` by one person in the middle. Afterwards, from the
-database:
-- every ticket was checked in exactly once: `used`, one check-in audit row;
-- every 200 is in the database, with the `used_at` the client was told, and in the audit log;
-- each shared ticket had exactly one 200, the other attempts 422 `ticket_already_used`;
-- the /me limit (10 a minute per user) held across both instances: exactly 10 of the burst
-  got through, the rest 429 `rate_limited` with Retry-After;
-- no 5xx, no answer that is not JSON.
-Prints requests/s and latency percentiles of the whole mixed load. Exits 1 if a check fails.
-
     DATABASE_URL=postgres://... REDIS_URL=redis://... python bench/scale_out.py
 
-It creates its own database (`<DATABASE_URL's name>_scale_out`) and drops it at the end.
+8 client threads alternate between the instances (`bench/_harness.py`), checking in 2,000
+distinct tickets and racing on 200 shared ones (every thread tries each, in the same order),
+with a burst of `GET /me` by one person in the middle. Checked in the database afterwards: each
+ticket checked in exactly once (`used`, one audit row); every 200 there with the `used_at` the
+client was told; one 200 per shared ticket, the other attempts 422 `ticket_already_used`; the
+/me limit (10 a minute per user) held across both: exactly 10 through, the rest 429 with
+Retry-After; no 5xx, no answer that is not JSON. Prints requests/s and latency percentiles.
 """
 
 from __future__ import annotations
@@ -31,7 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._harness import Gunicorn, Reply, call, own_database, percentile, release_database
+from bench._data import seed, ticket_states
+from bench._harness import Stack
+from bench._http import Reply, call
+from bench._report import Report, percentile
 
 ME_LIMIT = 10
 ME_PERIOD = 60
@@ -47,51 +44,28 @@ def main() -> int:
     parser.add_argument("--me-calls", type=int, default=5, help="GET /me per client in the burst")
     parser.add_argument("--keep-db", action="store_true")
     args = parser.parse_args()
-
     if not os.environ.get("REDIS_URL"):
         raise SystemExit("Set REDIS_URL: the instances must share their rate-limit counters.")
-    db_url, env = own_database(
-        "scale_out",
-        CACHE_KEY_PREFIX=f"bench-scale-{time.time_ns()}",
-        # Measures scale-out, not the API limit (one budget per application); /me's limit
-        # is checked here.
-        API_RATE_LIMIT="1000000/m",
-    )
-    from bench._data import seed, ticket_states
-
-    data = seed(tickets=args.distinct + args.shared, gates=args.clients, label="scale")
-    distinct, shared = data.ticket_ids[: args.distinct], data.ticket_ids[args.distinct :]
-
-    servers = [
-        Gunicorn(port, env, args.workers, name=f"scale{i}") for i, port in enumerate(args.ports)
-    ]
-    try:
-        for server in servers:
-            server.start()
+    # The API limit (one budget per application) is raised by the stack; /me's is checked here.
+    with Stack("scale_out", keep_db=args.keep_db) as stack:
+        data = seed(tickets=args.distinct + args.shared, gates=args.clients, label="scale")
+        distinct, shared = data.ticket_ids[: args.distinct], data.ticket_ids[args.distinct :]
+        servers = [
+            stack.server(workers=args.workers, port=port, name=f"scale{i}", wait=False)
+            for i, port in enumerate(args.ports)
+        ]
         for server in servers:
             server.wait_ready()
-        print(
-            "instances: "
-            + ", ".join(f"127.0.0.1:{s.port} ({len(s.worker_pids())} workers)" for s in servers)
-        )
+        print("instances: " + ", ".join(
+            f"127.0.0.1:{s.port} ({len(s.worker_pids())} workers)" for s in servers))  # fmt: skip
         load = Load(data, distinct, shared, args.clients, args.ports, args.me_calls)
         load.run()
         # Clients and servers share this machine's cores: the figures depend on what else runs.
-        print(
-            f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} after the run"
-        )
-    finally:
+        print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} after the run")
         for server in servers:
             server.stop()
-
-    from django.db import connection
-
-    connection.close()
-    states = ticket_states(data.ticket_ids)
-    failures = verify(load, states, distinct, shared, data.me_user_id)
-    report(load, failures)
-    release_database(db_url, keep=args.keep_db)
-    return 1 if failures else 0
+        states = ticket_states(data.ticket_ids)
+    return report(load, verify(load, states, distinct, shared, data.me_user_id))
 
 
 class Load:
@@ -221,36 +195,27 @@ def verify(load: Load, states, distinct, shared, me_user_id) -> list[str]:
     return failures
 
 
-def report(load: Load, failures: list[str]) -> None:
+def report(load: Load, failures: list[str]) -> int:
     replies = [reply for _, reply in load.checkins] + load.me
     latencies = [r.elapsed * 1000 for r in replies]
     statuses = Counter((r.status, r.code) for r in replies)
     ports = Counter(r.port for r in replies)
-    overlapping = _overlapping_shared(load)
-    print(f"requests: {len(replies)} in {load.elapsed:.1f} s = {len(replies) / load.elapsed:.0f}/s")
-    p50, p95, p99 = (percentile(latencies, p) for p in (50, 95, 99))
-    print(f"latency ms: p50 {p50:.1f}  p95 {p95:.1f}  p99 {p99:.1f}  max {max(latencies):.1f}")
-    print("per instance: " + ", ".join(f"{port}: {n}" for port, n in sorted(ports.items())))
-    print(
-        "outcomes: "
-        + ", ".join(
-            f"{status} {code or 'ok'}: {n}" for (status, code), n in sorted(statuses.items())
-        )
-    )
     me_ports = Counter(r.port for r in load.me if r.status == 200)
-    print(
-        f"/me burst: {len(load.me)} calls, {sum(me_ports.values())} allowed "
-        f"({', '.join(f'{p}: {n}' for p, n in sorted(me_ports.items()))}), "
-        f"{sum(1 for r in load.me if r.status == 429)} rate limited"
-    )
-    print(f"shared tickets whose attempts overlapped in time: {overlapping}")
-    if failures:
-        print(f"FAILED: {len(failures)} checks")
-        for failure in failures[:30]:
-            print(f"  - {failure}")
-    else:
-        print("OK: every ticket checked in exactly once, every 200 in the DB and the audit log,")
-        print("    /me limit held across both instances, no 5xx")
+    report = Report("scale-out: two instances, one PostgreSQL and one Redis")
+    report.figure("requests/s, the whole mixed load", len(replies) / load.elapsed, "/s", digits=0,
+                  note=f"{len(replies)} in {load.elapsed:.1f} s")  # fmt: skip
+    for pct in (50, 95, 99):
+        report.figure(f"latency p{pct}", percentile(latencies, pct), "ms")
+    report.figure("shared tickets whose attempts overlapped", _overlapping_shared(load), digits=0)
+    rows = [[f"{status} {code or 'ok'}", n] for (status, code), n in sorted(statuses.items())]
+    rows += [[f"port {port}", n] for port, n in sorted(ports.items())]
+    rows += [[f"/me allowed, port {port}", n] for port, n in sorted(me_ports.items())]
+    report.table(["outcome (status, error), instance", "answers"], rows)
+    for failure in failures[:30]:
+        report.check(False, failure)
+    report.check(not failures, "every ticket checked in exactly once, every 200 in the database "
+                 "and the audit log, /me limit held across both instances, no 5xx")  # fmt: skip
+    return report.done()
 
 
 def _overlapping_shared(load: Load) -> int:

@@ -1,24 +1,25 @@
 """The topology of deploy/topology (two app hosts behind HAProxy, PgBouncer, a streaming replica,
 Redis), measured, or checked.
 
-    python bench/topology.py            # gate scans/s through 1 vs 2 app hosts, each held to
-                                        # --quota % of a core; the primary's CPU per 1,000 sync
-                                        # pages with and without the replica
+    python bench/topology.py            # over --runs runs, alternated with and without
+                                        # PgBouncer, the task workers delivering webhooks to a
+                                        # local receiver: CPU per request of each process, gate
+                                        # scans/s through 1 vs 2 app hosts (each held to --quota
+                                        # % of a core), the primary's CPU per 1,000 sync pages
+                                        # with and without the replica; medians and ranges
     python bench/topology.py --check    # `make topology-check`: a scan through the balancer, a
                                         # write then a read on the other host, a sync walk with
-                                        # the replica paused, then with it stopped; exit 1 if any
-                                        # check fails
+                                        # the replica paused, then stopped; exit 1 on a miss
 
-Needs the PostgreSQL on 127.0.0.1:5432 (allowing replication from 127.0.0.1), pgbouncer and
-haproxy; uses a database of its own (`ticketing_topology_bench`, dropped at the end) and REDIS_URL
-(default: db 7 of 127.0.0.1:6379). Starts everything and stops it all at the end.
+Needs the PostgreSQL on 127.0.0.1:5432 (replication allowed from 127.0.0.1), pgbouncer and
+haproxy; a database of its own (TOPOLOGY_BENCH_DATABASE, default `ticketing_topology_bench`,
+dropped at the end) and REDIS_URL (default: db 7). The processes are the deploy's own start-up
+(`deploy/topology/up.sh`); the seed, client and report are the benches'.
 """
 
 from __future__ import annotations
 
-import http.client
 import itertools
-import json
 import os
 import shutil
 import subprocess
@@ -32,7 +33,10 @@ from urllib.parse import quote
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-DATABASE = "ticketing_topology_bench"
+from bench._harness import recreate_database, setup_django  # noqa: E402
+from bench._http import call as http_call  # noqa: E402
+
+DATABASE = os.environ.get("TOPOLOGY_BENCH_DATABASE", "ticketing_topology_bench")
 # The environment the script started with: loading Django here later sets settings of its own.
 START_ENV = dict(os.environ)
 PRIMARY = "postgres://postgres@127.0.0.1:5432"
@@ -115,46 +119,17 @@ def wait_for(condition, timeout: float = WAIT) -> None:
 
 def call(address, method: str, path: str, token: str, body=None):
     """One request on a fresh connection: (status, route the reads took, JSON body)."""
-    conn = http.client.HTTPConnection(*address, timeout=30)
-    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-    payload = json.dumps(body).encode() if body is not None else None
-    if payload:
-        headers["Content-Type"] = "application/json"
-    try:
-        conn.request(method, path, body=payload, headers=headers)
-        response = conn.getresponse()
-        raw = response.read()
-    except (OSError, http.client.HTTPException):
-        return 0, None, None
-    finally:
-        conn.close()
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        parsed = None
-    return response.status, response.getheader("X-Database-Route"), parsed
+    reply = http_call(method, address[1], path, host=address[0], token=token, json_body=body)
+    return reply.status, reply.headers.get("X-Database-Route"), reply.body
 
 
-def recreate_database() -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PRIMARY}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{DATABASE}"')
-
-
-def drop_database() -> None:
-    import psycopg
-
-    with psycopg.connect(f"{PRIMARY}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
+def database(*, create: bool) -> None:
+    recreate_database(f"{PRIMARY}/{DATABASE}", create=create)
 
 
 def seed(topology: Topology, tickets: int, gates: int):
     """The bench's organizer, event and gate tokens, written through PgBouncer."""
     from django.db import connections
-
-    from bench._harness import setup_django
 
     if "DB_TRANSACTION_POOLER" not in os.environ:  # Django not loaded in this process yet
         os.environ["DB_TRANSACTION_POOLER"] = "true"

@@ -13,6 +13,7 @@ class CheckinConfig(AppConfig):
     def ready(self):
         from django.contrib.auth.signals import user_logged_out
 
+        from .services import statements  # noqa: F401  (declares the admission with its twin)
         from .services.page_tokens import page_tokens_revoke
 
         def revoke(sender, request, user, **kwargs):

@@ -1,6 +1,7 @@
 """An event's dashboard in the admin: what is sold and checked in per ticket type, the check-in
 timeline of CONTRACT §12 drawn as an SVG chart here (no script, nothing from another site), and
-the check-ins of each gate: the application or the staff member that recorded them.
+the check-ins of each gate and person: the scan's note, which the check-in page fills with its
+gate's name (scanner apps may too), and the staff member and application that recorded them.
 
 The figures are the live counts' (checkin.stats, three statements) and one more aggregate.
 """
@@ -11,11 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db.models import Count
-from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
 
 from events.models import Event
+from ticketing.admin_dates import ADMIN_TIME_STYLE
+from ticketing.dates import admin_date, human_date
 
 from .models import CheckInLog
 from .stats import Bucket, CheckInStats, event_check_in_stats
@@ -27,8 +30,9 @@ LEFT, BOTTOM, TOP = 48, 28, 12
 
 @dataclass(frozen=True)
 class GateCount:
-    gate: str  # the application's name, or the staff member's, or "unknown"
-    kind: str  # "application", "user" or "unknown"
+    gate: str  # the check-ins' note, spaces trimmed; "" when they had none
+    person: str  # the staff member's name; "" for an application acting for nobody
+    application: str  # the application's name; "" for a check-in in the admin
     check_ins: int
 
 
@@ -41,16 +45,18 @@ class Dashboard:
 
 
 def gate_counts(*, event: Event) -> list[GateCount]:
-    """Successful check-ins per recording application or user, most first (one statement).
+    """Successful check-ins per gate, person and application, most first (one statement).
 
-    A check-in through an application on behalf of a user counts for the application: the gate
-    is the device's app; check-ins in the admin or the staff page have a user only.
+    CONTRACT §7 gives a scan no gate but a free-text note, kept in its audit row: the check-in
+    page sends its gate's name there (every phone is the same application, "Staff check-in
+    page"), and scanner apps use it for gate names too. Renews and refusals count nowhere.
     """
     rows = (
         CheckInLog.objects.filter(
             event=event, action=CheckInLog.Action.CHECK_IN, error__isnull=True
         )
         .values(
+            "note",
             "actor_application_id",
             "actor_application__name",
             "actor_user_id",
@@ -60,18 +66,29 @@ def gate_counts(*, event: Event) -> list[GateCount]:
         .annotate(n=Count("id"))
         .order_by()
     )
-    totals: dict[tuple[str, str, int | None], int] = {}
+    # Keyed by the actors' ids too: two staff members (or applications) of one name stay apart.
+    totals: dict[tuple, int] = {}
     for row in rows:
-        if row["actor_application_id"] is not None:
-            key = ("application", row["actor_application__name"], row["actor_application_id"])
-        elif row["actor_user_id"] is not None:
-            name = row["actor_user__full_name"] or row["actor_user__username"]
-            key = ("user", name, row["actor_user_id"])
-        else:
-            key = ("unknown", "unknown", None)
+        person = ""
+        if row["actor_user_id"] is not None:
+            person = row["actor_user__full_name"] or row["actor_user__username"]
+        # Typed on a phone: "North door " is the North door.
+        names = (" ".join(row["note"].split()), person, row["actor_application__name"] or "")
+        key = (*names, row["actor_user_id"], row["actor_application_id"])
         totals[key] = totals.get(key, 0) + row["n"]
-    ordered = sorted(totals.items(), key=lambda item: (-item[1], item[0][1], item[0][0]))
-    return [GateCount(gate=name, kind=kind, check_ins=n) for (kind, name, _), n in ordered]
+    ordered = sorted(
+        totals.items(),
+        key=lambda item: (
+            -item[1],
+            not item[0][0],  # named gates first
+            *(name.casefold() for name in item[0][:3]),
+            *(actor_id or 0 for actor_id in item[0][3:]),
+        ),
+    )
+    return [
+        GateCount(gate=gate, person=person, application=application, check_ins=n)
+        for (gate, person, application, *_), n in ordered
+    ]
 
 
 def _n(value: float) -> str:
@@ -80,13 +97,13 @@ def _n(value: float) -> str:
 
 
 def _local(moment: datetime) -> str:
-    return timezone.localtime(moment).strftime("%d %b %H:%M")
+    return admin_date(moment)
 
 
 def timeline_svg(timeline: list[Bucket]) -> SafeString:
     """Bars of check-ins per quarter hour, the y axis's top value and a few times beneath."""
     if not timeline:
-        return format_html('<p class="dashboard-empty">{}</p>', "No check-ins yet.")
+        return format_html('<p class="dashboard-empty">{}</p>', _("No check-ins yet."))
     top = max(bucket.check_ins for bucket in timeline) or 1
     plot_w, plot_h = WIDTH - LEFT, HEIGHT - BOTTOM - TOP
     step = plot_w / len(timeline)
@@ -100,7 +117,7 @@ def timeline_svg(timeline: list[Bucket]) -> SafeString:
                 _n(max(step - 1, 0.5)),
                 _n(bucket.check_ins / top * plot_h),
                 _local(bucket.start),
-                timezone.localtime(bucket.end).strftime("%H:%M"),
+                human_date(bucket.end, ADMIN_TIME_STYLE),
                 bucket.check_ins,
             )
             for i, bucket in enumerate(timeline)
@@ -123,7 +140,7 @@ def timeline_svg(timeline: list[Bucket]) -> SafeString:
         '<text x="{}" y="{}" class="ymax" text-anchor="end">0</text>{}{}</svg>',
         WIDTH,
         HEIGHT,
-        f"Check-ins per 15 minutes, at most {top}",
+        _("Check-ins per 15 minutes, at most %(top)d") % {"top": top},
         LEFT,
         TOP + plot_h,
         WIDTH,

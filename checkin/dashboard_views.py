@@ -6,6 +6,7 @@ from django.contrib import admin
 from django.http import Http404
 from django.shortcuts import get_object_or_404, render
 from django.urls import path, reverse
+from django.utils.translation import gettext as _
 
 from events.models import Event
 from organizers.admin_scoping import member_organizer_ids
@@ -20,7 +21,7 @@ def event_dashboard_page(request, event_id: int):
     dashboard = event_dashboard(event=event)
     context = {
         **admin.site.each_context(request),
-        "title": f"Dashboard: {event.title}",
+        "title": _("Dashboard: %(event)s") % {"event": event.title},
         "dashboard": dashboard,
         "event": event,
         "event_url": reverse("admin:events_event_change", args=[event.pk]),

@@ -9,8 +9,10 @@ state moved (checkin.0001, tickets.0016).
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from django.utils import formats, timezone
+from django.utils.translation import gettext as gettext_now
 from django.utils.translation import gettext_lazy as _
+
+from ticketing.dates import admin_date
 
 
 class TicketCheckIn(models.Model):
@@ -21,14 +23,22 @@ class TicketCheckIn(models.Model):
     """
 
     ticket = models.ForeignKey(
-        "tickets.Ticket", on_delete=models.CASCADE, related_name="type_check_ins"
+        "tickets.Ticket",
+        on_delete=models.CASCADE,
+        related_name="type_check_ins",
+        verbose_name=_("ticket"),
     )
     check_in_type = models.ForeignKey(
-        "events.CheckInType", on_delete=models.CASCADE, related_name="ticket_check_ins"
+        "events.CheckInType",
+        on_delete=models.CASCADE,
+        related_name="ticket_check_ins",
+        verbose_name=_("check in type"),
     )
-    used_at = models.DateTimeField()
+    used_at = models.DateTimeField(verbose_name=_("used at"))
 
     class Meta:
+        verbose_name = _("ticket check-in")
+        verbose_name_plural = _("ticket check-ins")
         db_table = "tickets_ticketcheckin"
         constraints = [
             models.UniqueConstraint(
@@ -40,11 +50,17 @@ class TicketCheckIn(models.Model):
         return f"{self.ticket} @ {self.check_in_type.name}"
 
 
-def _optional_unindexed(to: str) -> models.ForeignKey:
+def _optional_unindexed(to: str, *, verbose_name) -> models.ForeignKey:
     """A reference the row may lack, kept when its target goes, with no index of its own (the
     partial indexes of `CheckInLog.Meta` serve its lookups)."""
     return models.ForeignKey(
-        to, on_delete=models.SET_NULL, blank=True, null=True, related_name="+", db_index=False
+        to,
+        on_delete=models.SET_NULL,
+        blank=True,
+        null=True,
+        related_name="+",
+        db_index=False,
+        verbose_name=verbose_name,
     )
 
 
@@ -52,30 +68,43 @@ class CheckInLog(models.Model):
     """Audit row written by every check-in and renew, whoever made it."""
 
     class Action(models.TextChoices):
-        CHECK_IN = "check_in", "Check-in"
-        RENEW = "renew", "Renew (undo check-in)"
+        CHECK_IN = "check_in", _("Check-in")
+        RENEW = "renew", _("Renew (undo check-in)")
 
     # Every check-in writes a row, and each index of the table with it: the foreign keys' own
     # indexes are left out where `Meta.indexes` serves their lookups (partial where the key is
     # mostly NULL: a gate's check-in has no type in simple mode, and one actor of two).
     ticket = models.ForeignKey(
-        "tickets.Ticket", on_delete=models.CASCADE, related_name="check_in_logs", db_index=False
+        "tickets.Ticket",
+        on_delete=models.CASCADE,
+        related_name="check_in_logs",
+        db_index=False,
+        verbose_name=_("ticket"),
     )
-    check_in_type = _optional_unindexed("events.CheckInType")
-    action = models.CharField(max_length=16, choices=Action.choices)
-    at = models.DateTimeField(help_text="Check-in time as the gate reported it.")
-    actor_user = _optional_unindexed(settings.AUTH_USER_MODEL)
-    actor_application = _optional_unindexed(settings.OAUTH2_PROVIDER_APPLICATION_MODEL)
-    nfc_uid = models.CharField(max_length=64, blank=True, null=True)
-    note = models.TextField(blank=True)
+    check_in_type = _optional_unindexed("events.CheckInType", verbose_name=_("check in type"))
+    action = models.CharField(max_length=16, choices=Action.choices, verbose_name=_("action"))
+    at = models.DateTimeField(
+        help_text=_("Check-in time as the gate reported it."), verbose_name=_("at")
+    )
+    actor_user = _optional_unindexed(settings.AUTH_USER_MODEL, verbose_name=_("actor user"))
+    actor_application = _optional_unindexed(
+        settings.OAUTH2_PROVIDER_APPLICATION_MODEL, verbose_name=_("actor application")
+    )
+    nfc_uid = models.CharField(max_length=64, blank=True, null=True, verbose_name=_("nfc uid"))
+    note = models.TextField(blank=True, verbose_name=_("note"))
     # The ticket's event, so the live counts' timeline reads one index (CONTRACT §12).
     event = models.ForeignKey(
-        "events.Event", on_delete=models.CASCADE, blank=True, null=True, related_name="+"
+        "events.Event",
+        on_delete=models.CASCADE,
+        blank=True,
+        null=True,
+        related_name="+",
+        verbose_name=_("event"),
     )
     # A scanner's upload (CONTRACT §11): the scan's id, and for a rejected scan its error code.
-    scan_id = models.CharField(max_length=64, blank=True, null=True)
-    error = models.CharField(max_length=32, blank=True, null=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    scan_id = models.CharField(max_length=64, blank=True, null=True, verbose_name=_("scan id"))
+    error = models.CharField(max_length=32, blank=True, null=True, verbose_name=_("error"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
         db_table = "tickets_checkinlog"
@@ -111,28 +140,62 @@ class CheckInLog(models.Model):
 
     def __str__(self) -> str:
         # Staff read it beside the admin's date columns: the same local time, the same format.
-        at = formats.localize(timezone.localtime(self.at))
-        return f"{self.get_action_display()} {self.ticket} at {at}"
+        return gettext_now("%(action)s %(ticket)s at %(time)s") % {
+            "action": self.get_action_display(),
+            "ticket": self.ticket,
+            "time": admin_date(self.at),
+        }
 
 
 class ScanRecord(models.Model):
-    """One scan of a scanner's upload (CONTRACT §11), whatever its outcome, with the result it
-    got. The unique (event, scan_id) decides which of two uploads of a scan applies it: the
-    records are written last in the transaction that applies their chunk of scans, so the
-    upload that collides rolls its chunk back and replays the scans recorded first.
+    """What was answered to scan id X in event E (CONTRACT §7 retry-safe scans, §11), whatever
+    the outcome, by an upload or by an online check-in or renew. The unique (event, scan_id)
+    decides which of two requests carrying the scan applies it: an upload writes its records
+    last in the transaction that applies its chunk of scans, so the upload that collides rolls
+    its chunk back and replays the scans recorded first; an online scan claims its record first
+    (`checkin.services.scans`), so a second one waits for the first to commit and replays it.
+
+    `result` of an admission by the gate's one statement (`checkin.services.statements`
+    `admit_scan`) is not the body but the image of the ticket's row the body was rendered from
+    (`tickets.selectors.ticket_image_sql`), which the replay renders again.
     """
 
-    event = models.ForeignKey("events.Event", on_delete=models.CASCADE, related_name="+")
-    scan_id = models.CharField(max_length=64)
-    action = models.CharField(max_length=16, choices=CheckInLog.Action.choices)
-    ticket = models.ForeignKey(
-        "tickets.Ticket", on_delete=models.SET_NULL, blank=True, null=True, related_name="+"
+    event = models.ForeignKey(
+        "events.Event", on_delete=models.CASCADE, related_name="+", verbose_name=_("event")
     )
-    success = models.BooleanField()
-    error = models.CharField(max_length=32, blank=True, null=True)
-    result = models.JSONField(help_text="The first result, as replayed.")
+    scan_id = models.CharField(max_length=64, verbose_name=_("scan id"))
+    action = models.CharField(
+        max_length=16, choices=CheckInLog.Action.choices, verbose_name=_("action")
+    )
+    ticket = models.ForeignKey(
+        "tickets.Ticket",
+        on_delete=models.SET_NULL,
+        blank=True,
+        null=True,
+        related_name="+",
+        verbose_name=_("ticket"),
+    )
+    success = models.BooleanField(verbose_name=_("success"))
+    error = models.CharField(max_length=32, blank=True, null=True, verbose_name=_("error"))
+    result = models.JSONField(
+        help_text=_("The first result, as replayed."), verbose_name=_("result")
+    )
+    status_code = models.PositiveSmallIntegerField(
+        blank=True,
+        null=True,
+        help_text=_(
+            "The HTTP status of an online scan's answer, whose body `result` holds; "
+            "empty: an upload answered first, and `result` is its entry."
+        ),
+        verbose_name=_("status code"),
+    )
     actor_user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, blank=True, null=True, related_name="+"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        blank=True,
+        null=True,
+        related_name="+",
+        verbose_name=_("actor user"),
     )
     actor_application = models.ForeignKey(
         settings.OAUTH2_PROVIDER_APPLICATION_MODEL,
@@ -140,10 +203,13 @@ class ScanRecord(models.Model):
         blank=True,
         null=True,
         related_name="+",
+        verbose_name=_("actor application"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
 
     class Meta:
+        verbose_name = _("scan record")
+        verbose_name_plural = _("scan records")
         db_table = "tickets_scanrecord"
         constraints = [
             models.UniqueConstraint(fields=["event", "scan_id"], name="scan_record_unique_scan")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -58,10 +59,20 @@ DECODER_WASM = "checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.wasm"
 # The files the page needs to open with no network, cached by its service worker at install.
 OFFLINE_ASSETS = (
     "checkin_page/checkin.css",
+    "checkin_page/offline_copy.js",
+    "checkin_page/signed_codes.js",
     "checkin_page/checkin.js",
+    "checkin_page/device.js",
     DECODER,
     DECODER_WASM,
 )
+# The installed app's icons: (file, size, purpose).
+ICONS = (
+    ("checkin_page/icons/icon-192.png", 192, "any"),
+    ("checkin_page/icons/icon-512.png", 512, "any"),
+    ("checkin_page/icons/maskable-512.png", 512, "maskable"),
+)
+THEME_COLOR = "#1f2a44"  # the page's bar (checkin.css)
 
 
 def _secured(response):
@@ -84,11 +95,13 @@ def _labels() -> dict[str, str]:
         "not_paid": _("Not paid"),
         "not_found": _("Not found"),
         "not_found_detail": _("No ticket %(code)s in this event."),
+        "not_checked_in": _("Not checked in"),
         "not_allowed": _("Not allowed"),
         "refused": _("Refused"),
         "offline": _("No connection"),
         "offline_detail": _("The scan was not sent. Check the network and scan again."),
         "offline_mark": _("offline"),
+        "not_decided": _("This scan could not be decided on this device: scan it again."),
         "no_copy": _("No copy of this event on this device yet: connect once to load it."),
         "up_to_date": _("Up to date (%(time)s)"),
         "copying": _("Copying the event to this device: %(count)s tickets…"),
@@ -110,7 +123,10 @@ def _labels() -> dict[str, str]:
         "camera_failed": _("No camera: type or scan the code into the field."),
         "pick_event": _("Pick the event first."),
         "pick_type": _("Pick the check-in type first."),
+        "name_gate": _("Name this gate first."),
         "session_over": _("Your session has ended: sign in again."),
+        "signing_out": _("Signing out: uploading the waiting scans…"),
+        "signed_out": _("Signed out on this device: sign in to scan."),
     }
 
 
@@ -134,6 +150,11 @@ def check_in_page(request):
         for event in events_for_check_in(organizer_ids=organizer_ids)
     ]
     config = {
+        # Whose copy and queue this page works with (§15: a device changes hands), and which
+        # sign-in: a new one after each sign-out, so the page knows a sign-out that never
+        # reached the server (sent offline) from a member who signed in again.
+        "user_id": request.user.pk,
+        "session": _page_session(request),
         "api": "/api/public",
         "token_url": reverse("checkin_page:token"),
         "last_check_in_url": reverse("checkin_page:last_check_in"),
@@ -153,6 +174,11 @@ def check_in_page(request):
         "labels": _labels(),
     }
     return _secured(render(request, "checkin_page/page.html", {"config": config}))
+
+
+def _page_session(request) -> str:
+    # Kept in the session: signing out flushes it and signing in starts without it.
+    return request.session.setdefault("checkin_page_session", secrets.token_urlsafe(16))
 
 
 @never_cache
@@ -237,10 +263,36 @@ def service_worker(request):
         {
             "version": digest.hexdigest()[:16],
             "page_url": json.dumps(reverse("checkin_page:page")),
+            "signed_out": json.dumps(_("No connection, and nobody is signed in on this device.")),
             "assets": json.dumps([static(name) for name in OFFLINE_ASSETS]),
         },
     )
     response = HttpResponse(body, content_type="text/javascript; charset=utf-8")
     response["Content-Security-Policy"] = "default-src 'none'; connect-src 'self'"
     response["Service-Worker-Allowed"] = reverse("checkin_page:page")
+    return response
+
+
+@require_GET
+def web_app_manifest(request):
+    """The web app manifest that lets staff add the page to a phone's home screen and open it
+    as an app of its own (CONTRACT §15). No sign-in needed: the browser fetches it to install
+    the app, and it holds nothing of anyone's. Named in the browser's language."""
+    page = reverse("checkin_page:page")
+    manifest = {
+        "name": _("Ticket check-in"),
+        "short_name": _("Check-in"),
+        "start_url": page,
+        "scope": page,
+        "display": "standalone",
+        "orientation": "portrait",
+        "background_color": THEME_COLOR,
+        "theme_color": THEME_COLOR,
+        "icons": [
+            {"src": static(name), "sizes": f"{n}x{n}", "type": "image/png", "purpose": purpose}
+            for name, n, purpose in ICONS
+        ],
+    }
+    response = JsonResponse(manifest, content_type="application/manifest+json")
+    response["Cache-Control"] = "no-cache"
     return response

@@ -12,17 +12,19 @@ from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
 from ticketing.api.throttling import charge_request, upload_slots
 from tickets.base_views import actor_of
-from tickets.gate_types import TicketKey
-from tickets.inputs import SEARCH_KEYS, CheckInBatchInputSerializer, SyncParams
-from tickets.serializers import (
+from tickets.inputs import SEARCH_KEYS
+from tickets.signed_codes import TicketKey
+
+from .inputs import CheckInBatchInputSerializer, SyncParams
+from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
+from .serializers import (
     CheckInBatchResultSerializer,
     CheckInStatsSerializer,
     ScannerTicketSerializer,
     SyncPageSerializer,
 )
-
-from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load
-from .services.batch import Scan, scans_apply
+from .services.batch import scans_apply
+from .services.batch_chunk import Scan
 from .stats import event_check_in_stats
 
 # An upload's slot frees itself this long after it was taken should its worker die holding it:
@@ -49,7 +51,9 @@ class TicketSyncView(APIView):
             "Tickets in the order they last changed. Follow `next_cursor` until `has_more` is "
             "false to get every ticket; call again later with the last `next_cursor` to get "
             "exactly the tickets changed since (revoked ones included, so the scanner drops "
-            "them). No change is ever skipped; a ticket may come again."
+            "them). No change is ever skipped; a ticket may come again. Every page also lists "
+            "the event's signing keys (`keys`), which verify the signed codes of its tickets' "
+            "QR codes, also of tickets sold after the last sync (see *Signed ticket codes*)."
         ),
         parameters=[SyncParams],
         responses={
@@ -74,6 +78,7 @@ class TicketSyncView(APIView):
                 "tickets": [render(row) for row in page.tickets],
                 "next_cursor": page.next_cursor,
                 "has_more": page.has_more,
+                "keys": page.keys,
             }
         )
 
@@ -114,7 +119,7 @@ class CheckInBatchView(APIView):
         event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
         upload = CheckInBatchInputSerializer(data=request.data)
         upload.is_valid(raise_exception=True)
-        scans = [_scan(scan) for scan in upload.validated_data["scans"]]
+        scans = [_scan(scan, event) for scan in upload.validated_data["scans"]]
         # Refused before any work (CONTRACT §9): the slot first, so a refused upload spends
         # no scans of the budget.
         with upload_slots(
@@ -130,12 +135,13 @@ class CheckInBatchView(APIView):
         )
 
 
-def _scan(parsed: dict) -> Scan:
+def _scan(parsed: dict, event) -> Scan:
     if parsed["errors"] is not None:
         return Scan(id=parsed["id"], invalid=parsed["errors"])
     data = parsed["data"]
     data.pop("id")
-    key = TicketKey.of(**{name: data.pop(name) for name in SEARCH_KEYS if name in data})
+    keys = {name: data.pop(name) for name in SEARCH_KEYS if name in data}
+    key = TicketKey.of(organizer_id=event.organizer_id, event_id=event.pk, **keys)
     return Scan(id=parsed["id"], action=data.pop("action"), key=key, inputs=data)
 
 

@@ -26,35 +26,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.core import signing
-from django.db import connections, router
-from django.db.models import BooleanField
-from django.db.models.expressions import RawSQL
 
+from events.signing_keys import signing_keys_published
 from ticketing.api.exceptions import InvalidParameters
 from tickets.models import Order, Ticket
 
 from .models import TicketCheckIn
+from .statements import horizon, tickets_changed
 
 SYNC_LIMIT_MAX = 1000
 SYNC_LIMIT_DEFAULT = 500
 _CURSOR_SALT = "tickets.sync.cursor"
-
-# The oldest transaction still running, of this database or of an unknown one (a transaction
-# listed as running but gone from pg_stat_activity by now counts, to be safe), else the next id.
-_HORIZON_SQL = """
-    SELECT LEAST(
-        pg_snapshot_xmax(s)::text::bigint,
-        (
-            SELECT MIN(x::text::bigint) FROM pg_snapshot_xip(s) AS x
-            WHERE NOT EXISTS (
-                SELECT 1 FROM pg_stat_activity AS a
-                WHERE a.backend_xid = x::xid
-                  AND a.datid <> (SELECT oid FROM pg_database WHERE datname = current_database())
-            )
-        )
-    )
-    FROM pg_current_snapshot() AS s
-"""
 
 
 @dataclass(frozen=True, order=True)
@@ -108,6 +90,7 @@ class FeedPage:
     tickets: list[ScannerTicketRow]
     next_cursor: str
     has_more: bool
+    keys: list[dict]  # the event's signing keys in use (CONTRACT §11, §14)
 
 
 def sync_cursor_dump(*, event_id: int, position: FeedPosition) -> str:
@@ -131,74 +114,53 @@ def sync_cursor_load(*, event_id: int, cursor: str) -> FeedPosition:
     return FeedPosition(xid, seq)
 
 
-def _horizon() -> int | None:
-    # Of the database the page is read from: a replica's horizon is where its replay stands.
-    connection = connections[router.db_for_read(Ticket)]
-    if connection.vendor != "postgresql":
-        return None
-    with connection.cursor() as cursor:
-        cursor.execute(_HORIZON_SQL)
-        return cursor.fetchone()[0]
-
-
-_FIELDS = (
-    "id",
-    "reference_code",
-    "nfc_uid",
-    "status",
-    "order__status",
-    "ticket_type_id",
-    "ticket_type__name",
-    "firstname",
-    "lastname",
-    "used_at",
-    "updated_at",
-    "change_xid",
-    "change_seq",
-)
-
-
 def event_tickets_sync(*, event_id: int, after: FeedPosition, limit: int) -> FeedPage:
     """The event's tickets changed after `after`, in change order, at most `limit`.
 
-    Three statements: the horizon (PostgreSQL), the page (with each ticket's type and order),
-    and the page's check-in types.
+    Four statements: the horizon (PostgreSQL), the page (with each ticket's type and order),
+    the page's check-in types, and the event's signing keys.
     """
-    horizon = _horizon()  # before the page: its rows below the horizon are then all visible
-    table = Ticket._meta.db_table
-    queryset = Ticket.objects.filter(
-        RawSQL(
-            f'("{table}"."change_xid", "{table}"."change_seq") > (%s, %s)',
-            (after.xid, after.seq),
-            output_field=BooleanField(),
-        ),
-        event_id=event_id,
+    below = horizon()  # before the page: its rows below the horizon are then all visible
+    rows = tickets_changed(
+        event_id=event_id, xid=after.xid, seq=after.seq, below=below, limit=limit
     )
-    if horizon is not None:
-        queryset = queryset.filter(change_xid__lt=horizon)
-    rows = list(queryset.order_by("change_xid", "change_seq").values_list(*_FIELDS)[:limit])
     types: dict[int, list[int]] = {}
     if rows:
         check_ins = (
-            TicketCheckIn.objects.filter(ticket_id__in=[row[0] for row in rows])
+            TicketCheckIn.objects.filter(ticket_id__in=[row["id"] for row in rows])
             .order_by("check_in_type_id")
             .values_list("ticket_id", "check_in_type_id")
         )
         for ticket_id, type_id in check_ins:
             types.setdefault(ticket_id, []).append(type_id)
-    tickets = [
-        ScannerTicketRow(*row[:4], row[4] == Order.Status.PAID, *row[5:11], types.get(row[0], []))
-        for row in rows
-    ]
+    tickets = [_scanner_row(row, types.get(row["id"], [])) for row in rows]
     has_more = len(rows) == limit
-    position = FeedPosition(rows[-1][-2], rows[-1][-1]) if rows else after
-    if not has_more and horizon is not None:
+    position = FeedPosition(rows[-1]["change_xid"], rows[-1]["change_seq"]) if rows else after
+    if not has_more and below is not None:
         # Everything below the horizon has been returned; nothing can still arrive there.
-        position = max(position, FeedPosition(horizon, 0))
+        position = max(position, FeedPosition(below, 0))
     return FeedPage(
         tickets=tickets,
         next_cursor=sync_cursor_dump(event_id=event_id, position=position),
         has_more=has_more,
+        keys=signing_keys_published(event_id=event_id),
+    )
+
+
+def _scanner_row(row: dict, checked_in_type_ids: list[int]) -> ScannerTicketRow:
+    return ScannerTicketRow(
+        id=row["id"],
+        reference_code=row["reference_code"],
+        nfc_uid=row["nfc_uid"],
+        status=row["status"],
+        order_paid=row["order__status"] == Order.Status.PAID,
+        ticket_type_id=row["ticket_type_id"],
+        ticket_type_name=row["ticket_type__name"],
+        firstname=row["firstname"],
+        lastname=row["lastname"],
+        used_at=row["used_at"],
+        updated_at=row["updated_at"],
+        checked_in_type_ids=checked_in_type_ids,
     )
 
 

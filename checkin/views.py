@@ -2,31 +2,33 @@
 (CONTRACT §7). The scanners' sync feed, batch upload and live counts are in `scanner_views.py`.
 
 Views parse, call one service and render; a gate rejection is the service's exception, rendered
-by the API exception handler with the ticket it carries."""
+by the API exception handler with the ticket it carries. With a `scan_id`, a repeat of the scan
+is the service's `ScanReplay`: the first answer, rendered as stored (CONTRACT §7)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from events.selectors import event_get_for_organizer
 from organizers.permissions import CheckInResource, OrganizerResource
 from ticketing.api.exceptions import ApplicationError, NotFound
-from tickets.base_views import actor_of, error_response, validated, validated_for_event
-from tickets.exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
-from tickets.gate_types import GateResult, TicketKey
-from tickets.inputs import (
-    BODY_TYPES,
-    SEARCH_KEYS,
+from tickets.base_views import actor_of, error_response, validated_for_event
+from tickets.inputs import SEARCH_KEYS
+from tickets.signed_codes import TicketKey
+
+from .exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
+from .gate_types import GateResult
+from .inputs import (
     CheckInInputSerializer,
     RenewInputSerializer,
     ScanCheckInInputSerializer,
     ScanRenewInputSerializer,
 )
-from tickets.serializers import GateResultSerializer
-
+from .models import CheckInLog
 from .rules import ADMISSIBLE, SIMPLE_CHECK_IN
-from .services.admission import ticket_check_in_at_gate
-from .services.gate import ticket_renew
+from .serializers import GateAnswerSerializer, GateResultSerializer
+from .services.scans import ScanReplay, gate_scan
+
+_CHECK_IN, _RENEW = CheckInLog.Action.CHECK_IN, CheckInLog.Action.RENEW
 
 # What every gate operation may refuse: the rules of `checkin.rules`, in their order.
 _GATE_REJECTIONS = [rule.error for rule in ADMISSIBLE]
@@ -47,9 +49,9 @@ def _gate_schema(
         tags=["check-in"],
         summary=summary,
         description=description,
-        request=dict.fromkeys(BODY_TYPES, input_serializer),
+        request=input_serializer,
         responses={
-            200: GateResultSerializer,
+            200: GateAnswerSerializer,
             404: error_response("Organizer, event or ticket not found", [NotFound]),
             **(conflicts if binds_nfc else {}),
             422: error_response("The ticket cannot be used; the body shows it", rejections),
@@ -57,8 +59,10 @@ def _gate_schema(
     )
 
 
-def _gate_response(result: GateResult) -> Response:
-    return Response(GateResultSerializer.represent(result))
+def _gate_response(answer: GateResult | ScanReplay) -> Response:
+    if isinstance(answer, ScanReplay):
+        return Response(answer.body, status=answer.status_code)
+    return Response(GateResultSerializer.represent(answer))
 
 
 class TicketCheckInView(APIView):
@@ -81,14 +85,15 @@ class TicketCheckInView(APIView):
     )
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
         data = validated_for_event(CheckInInputSerializer, request, event_id=event_id)
-        result = ticket_check_in_at_gate(
+        answer = gate_scan(
             organizer_id=request.organizer_id,
             event_id=event_id,
+            action=_CHECK_IN,
             key=TicketKey.id(ticket_id),
             actor=actor_of(request),
             **data,
         )
-        return _gate_response(result)
+        return _gate_response(answer)
 
 
 class TicketRenewView(APIView):
@@ -105,15 +110,22 @@ class TicketRenewView(APIView):
         binds_nfc=False,
     )
     def post(self, request, organizer_id: int, event_id: int, ticket_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = validated(RenewInputSerializer, request)
-        result = ticket_renew(event=event, ticket_id=ticket_id, actor=actor_of(request), **data)
-        return _gate_response(result)
+        data = validated_for_event(RenewInputSerializer, request, event_id=event_id)
+        answer = gate_scan(
+            organizer_id=request.organizer_id,
+            event_id=event_id,
+            action=_RENEW,
+            key=TicketKey.id(ticket_id),
+            actor=actor_of(request),
+            **data,
+        )
+        return _gate_response(answer)
 
 
-def _scanned(data: dict) -> TicketKey:
+def _scanned(request, event_id: int, data: dict) -> TicketKey:
     """The key a scan named its ticket by, taken out of the operation's inputs."""
-    return TicketKey.of(**{name: data.pop(name) for name in SEARCH_KEYS if name in data})
+    keys = {name: data.pop(name) for name in SEARCH_KEYS if name in data}
+    return TicketKey.of(organizer_id=request.organizer_id, event_id=event_id, **keys)
 
 
 _SCAN = (
@@ -143,14 +155,15 @@ class TicketScanCheckInView(APIView):
     )
     def post(self, request, organizer_id: int, event_id: int):
         data = validated_for_event(ScanCheckInInputSerializer, request, event_id=event_id)
-        result = ticket_check_in_at_gate(
+        answer = gate_scan(
             organizer_id=request.organizer_id,
             event_id=event_id,
-            key=_scanned(data),
+            action=_CHECK_IN,
+            key=_scanned(request, event_id, data),
             actor=actor_of(request),
             **data,
         )
-        return _gate_response(result)
+        return _gate_response(answer)
 
 
 class TicketScanRenewView(APIView):
@@ -168,7 +181,13 @@ class TicketScanRenewView(APIView):
         binds_nfc=False,
     )
     def post(self, request, organizer_id: int, event_id: int):
-        event = event_get_for_organizer(organizer_id=request.organizer_id, event_id=event_id)
-        data = validated(ScanRenewInputSerializer, request)
-        result = ticket_renew(event=event, key=_scanned(data), actor=actor_of(request), **data)
-        return _gate_response(result)
+        data = validated_for_event(ScanRenewInputSerializer, request, event_id=event_id)
+        answer = gate_scan(
+            organizer_id=request.organizer_id,
+            event_id=event_id,
+            action=_RENEW,
+            key=_scanned(request, event_id, data),
+            actor=actor_of(request),
+            **data,
+        )
+        return _gate_response(answer)

@@ -8,7 +8,14 @@ Everything comes from the environment, so one file serves a laptop and a fleet:
 - `GUNICORN_TIMEOUT`: seconds before a stuck worker is killed and replaced (30),
 - `GUNICORN_SWITCH_INTERVAL_MS`: how long a thread may hold the interpreter while another
   waits for it (1 ms; Python's default is 5; see `post_worker_init`),
-- `GUNICORN_REUSE_PORT=1`: a listening socket per worker (see `reuse_port`).
+- `GUNICORN_REUSE_PORT=1`: a listening socket per worker (see `reuse_port`),
+- `GUNICORN_CONTROL_SOCKET`: a path for gunicorn's control socket (`gunicornc`); none by default.
+
+Signals (deploy/README.md, "Restarts and deploys"): TERM stops gracefully (each worker finishes
+the requests it holds, answers a request arriving on a kept-alive connection with
+`Connection: close`, then exits); HUP replaces the workers with new ones of the same code, at
+once (see `on_starting`); new code needs a restart, host by host behind the balancer
+(deploy/topology/rolling-restart.sh).
 
 App servers hold no state: any number of them, on any number of machines, can share one
 PostgreSQL and one Redis behind a load balancer.
@@ -22,6 +29,7 @@ import tempfile
 from pathlib import Path
 
 from gunicorn.glogging import Logger
+from gunicorn.workers.gthread import ThreadWorker
 
 wsgi_app = "ticketing.wsgi:application"
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
@@ -42,22 +50,44 @@ worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
 # Gunicorn runs gthread whatever the class asked for once threads > 1: sync means one thread.
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if worker_class == "gthread" else "1"))
 
+
+class ThreadWorkerThatStopsListening(ThreadWorker):
+    """Gunicorn's gthread worker, closing its copy of the listening socket as soon as it stops
+    accepting (TERM, or a HUP's old worker), not once it has finished its requests: until then
+    the kernel went on accepting connections for it that nobody would read, reset when the worker
+    exited (requests lost behind a balancer, which retries a refused connection elsewhere). The
+    master and a HUP's new workers hold the socket too, so a reload still accepts."""
+
+    def set_accept_enabled(self, enabled):
+        super().set_accept_enabled(enabled)
+        if not enabled and not self.alive:
+            for listener in self.sockets:
+                listener.close()
+
+
+if worker_class == "gthread" or threads > 1:
+    worker_class = ThreadWorkerThatStopsListening
+
 # Off, the workers share one listening socket and whichever wakes first accepts: a client that
 # opens a few connections at once and keeps them (a load generator, a proxy's pool) may find
 # them all on one worker while the other idles (`bench/gate.py` saw `GET /info` at 980 and at
 # 2,550 req/s in neighbouring runs, the workers at 1.1 and 1.8 cores). On, each worker has its
-# own socket and the kernel spreads connections over them; but connections waiting in a
-# recycled worker's queue are reset, so production keeps the shared socket behind its proxy.
+# own socket and the kernel hashes each connection to one: `bench/event_night.py
+# --spread-rounds` found it no better spread nor faster (deploy/README.md, Restarts and
+# deploys), and connections waiting in a stopping worker's queue are reset: off by default.
 reuse_port = os.environ.get("GUNICORN_REUSE_PORT") == "1"
 
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
+# How long a stopping worker may take to finish the requests it holds (the longest, a 500-scan
+# batch upload, takes a second or two) before it is killed.
 graceful_timeout = 30
 # Threaded workers keep a client's connection open this long between requests (sync workers
 # close it after each response whatever this says).
 keepalive = 5
-# Recycle workers rarely, so a slow leak cannot grow without bound: a worker's restart is a
-# Django boot (about a second of a core), and at 2,000 requests it came every few seconds under
-# load, which was where the p99 spikes were. The jitter spreads the restarts apart.
+# Recycle workers rarely, so a slow leak cannot grow without bound: a worker's restart was a
+# Django boot (about a second of a core; a fork of the loaded master now, see `on_starting`),
+# and at 2,000 requests it came every few seconds under load, which was where the p99 spikes
+# were. The jitter spreads the restarts apart.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "100000"))
 max_requests_jitter = max_requests // 5
 
@@ -69,6 +99,12 @@ limit_request_field_size = 8190
 # X-Forwarded-* are trusted only from the proxy in front (set to its address, or * inside a
 # private network where only the proxy can reach the app).
 forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1")
+
+# Gunicorn's control socket defaults to one path per user ($HOME/.gunicorn/gunicorn.ctl): every
+# gunicorn of that user on the machine (two app hosts of deploy/topology, a test's) takes it from
+# the one before, and a stopping one removes the next one's. Off unless given a path of its own.
+control_socket = os.environ.get("GUNICORN_CONTROL_SOCKET", "")
+control_socket_disable = not control_socket
 
 # Django writes one JSON line per request (ticketing.middleware) to stdout; gunicorn's own
 # access log would duplicate it without the request id, and cost its formatting per request.
@@ -121,13 +157,55 @@ def on_starting(server):
     mode): each writes them to files in this directory, which must be set before a worker
     imports the client (workers inherit the master's environment), be this server's alone, and
     start empty. A fresh one per start unless the operator names one, emptied here. An exited
-    worker's files stay, so its counts stay in the totals."""
+    worker's files stay, so its counts stay in the totals.
+
+    Then the master loads the application itself, once: a worker forked from it starts
+    answering at once instead of after a Django boot. That boot is what a HUP cost: gunicorn
+    stops the old workers as soon as it has forked the new ones, and the host answered nothing
+    until a new one had imported the app and its URLconf (1.1-1.6 s on a core under the gates'
+    load, 2.3 s at a quarter of a core; with the app loaded here, 0.5 s and 0.7 s, the fork of
+    the master and the load itself). A HUP keeps the loaded code (new code needs a restart)."""
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
     if not directory:
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="ticketing-metrics-")
-        return
-    for path in Path(directory).glob("*.db"):
-        path.unlink()
+    else:
+        for path in Path(directory).glob("*.db"):
+            path.unlink()
+    _refuse_a_refused_configuration()
+    _load_the_application()
+
+
+def _load_the_application():
+    """Import the WSGI application and the URLconf (with the views, serializers and schema it
+    imports) in the master, close whatever connection that opened (a forked worker must not
+    share the master's sockets), and put it all out of the garbage collector's way (see
+    `post_worker_init`): the workers share these pages with the master until they write them."""
+    from django.core.cache import caches
+    from django.db import connections
+    from django.urls import get_resolver
+
+    import ticketing.wsgi  # noqa: F401  (the import is the point)
+
+    get_resolver().url_patterns  # noqa: B018
+    connections.close_all()
+    caches.close_all()
+    gc.collect()
+    gc.freeze()
+
+
+def _refuse_a_refused_configuration():
+    """Django's system checks, as `manage.py` commands run them, before any worker starts: a
+    serious one (ticket links to a plain-HTTP SITE_URL, ticket emails to the console) stops
+    the server instead of letting it answer."""
+    import django
+    from django.core import checks
+
+    django.setup()
+    errors = [m for m in checks.run_checks() if m.is_serious() and not m.is_silenced()]
+    for error in errors:
+        print(f"gunicorn: {error}", file=sys.stderr)
+    if errors:
+        sys.exit(1)
 
 
 def child_exit(server, worker):

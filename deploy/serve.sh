@@ -16,7 +16,7 @@ if [ -z "${SECRET_KEY:-}" ]; then
     echo "serve: SECRET_KEY not set; using a random one (sessions end when the server stops)" >&2
 fi
 if [ -z "${SITE_URL:-}" ]; then
-    # Fine for a trial; `check --deploy` refuses it (ticketing.E002).
+    # Fine for a trial on this machine (a loopback HOST); any other address is refused below.
     echo "serve: SITE_URL not set; ticket links will point at http://${HOST:-127.0.0.1}:${PORT:-8000}" >&2
 fi
 # The system checks first, so a refused configuration (e.g. ticket emails to the console)
@@ -31,6 +31,9 @@ workers=
 gunicorn=
 stopping=0
 trap 'stopping=1; kill -TERM $gunicorn $workers 2>/dev/null || true' INT TERM
+# HUP reloads gunicorn's settings and workers (deploy/README.md, "Restarts and deploys"); the
+# `wait` it ends is waited again below.
+trap 'kill -HUP $gunicorn 2>/dev/null || true' HUP
 for queue in ${TASK_WORKER_QUEUES-email webhooks default}; do
     "$PYTHON" manage.py run_worker --no-reload --queue-name "$queue" &
     workers="$workers $!"
@@ -40,10 +43,11 @@ gunicorn=$!
 if [ "$stopping" = 1 ]; then kill -TERM "$gunicorn"; fi  # the signal came before it started
 status=0
 wait "$gunicorn" || status=$?
-if [ "$stopping" = 1 ]; then
+# A trapped signal ends `wait` early: wait again while gunicorn still runs.
+while kill -0 "$gunicorn" 2>/dev/null; do
     status=0
     wait "$gunicorn" || status=$?
-fi
+done
 kill -TERM $workers 2>/dev/null || true
 wait
 exit "$status"

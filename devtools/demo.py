@@ -16,6 +16,7 @@ from accounts.models import User
 from checkin.services.gate import ticket_check_in
 from events.models import CheckInType, Event, TicketType
 from events.services import ticket_type_claim_places
+from events.signing_keys import event_signing_key_ensure
 from oauth_setup.models import Application
 from organizers.models import Membership, Organizer
 from tickets.models import Order, Ticket
@@ -78,10 +79,11 @@ class DemoData:
 
 def _user(username: str, **extra) -> User:
     spec = USERS[username]
-    user, _ = User.objects.get_or_create(
+    user, created = User.objects.get_or_create(
         username=username, defaults={"email": spec["email"], "full_name": spec["name"], **extra}
     )
-    if not user.check_password(spec["password"]):
+    # A check costs a password hash even against a new user's empty password: skip it then.
+    if created or not user.check_password(spec["password"]):
         user.set_password(spec["password"])
         user.save(update_fields=["password"])
     return user
@@ -111,7 +113,12 @@ def _application(organizer: Organizer, spec: dict) -> Application:
 
 
 def _event(organizer: Organizer, title: str, **fields) -> tuple[Event, bool]:
-    return Event.objects.get_or_create(organizer=organizer, title=title, defaults=fields)
+    # Signed QR codes (CONTRACT §14), as every new event has them, with the key made up front.
+    event, created = Event.objects.get_or_create(
+        organizer=organizer, title=title, defaults={**fields, "signed_codes": True}
+    )
+    event_signing_key_ensure(event_id=event.pk)
+    return event, created
 
 
 def _ticket_type(event: Event, name: str, **fields) -> TicketType:

@@ -5,8 +5,8 @@ from django.contrib import admin, messages
 from django.db.models import Prefetch
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from organizers.admin_scoping import (
     OrganizerFilter,
@@ -17,10 +17,11 @@ from organizers.admin_scoping import (
     organizer_roles,
 )
 from ticketing.api.exceptions import ApplicationError
+from ticketing.api.fields import format_baht, satangs_to_decimal_string
 
+from .admin_signing import SigningKeyInline, rotate_signing_key, signing_keys_save
 from .exceptions import CapacityBelowSold
-from .models import CheckInType, Event, FormField, TicketType
-from .pricing import format_baht, satangs_to_decimal_string
+from .models import CheckInType, Event, EventSigningKey, FormField, TicketType
 from .selectors import events_with_counts, ticket_types_with_counts
 from .services import (
     TICKET_TYPE_SETTINGS,
@@ -30,10 +31,11 @@ from .services import (
     ticket_type_create,
     ticket_type_update,
 )
+from .signing_keys import event_signing_key_ensure
 
 
 class EventFilter(ScopedRelatedFilter):
-    title = "event"
+    title = _("event")
     parameter_name = "event_id"
     related_model = Event
 
@@ -43,12 +45,18 @@ class EventFilter(ScopedRelatedFilter):
 
 def capacity_text(ticket_type: TicketType) -> str:
     left = max(ticket_type.quantity - ticket_type.sold_count, 0)
-    return f"{ticket_type.sold_count} / {ticket_type.quantity} sold · {left} left"
+    return gettext("%(sold)d / %(quantity)d sold · %(left)d left") % {
+        "sold": ticket_type.sold_count,
+        "quantity": ticket_type.quantity,
+        "left": left,
+    }
 
 
 def api_capacity_text(ticket_type: TicketType) -> str:
     if ticket_type.api_quota is None:
-        return f"{ticket_type.api_sold_count} issued via API · no separate API limit"
+        return gettext("%(issued)d issued via API · no separate API limit") % {
+            "issued": ticket_type.api_sold_count
+        }
     left = max(
         min(
             ticket_type.api_quota - ticket_type.api_sold_count,
@@ -56,7 +64,11 @@ def api_capacity_text(ticket_type: TicketType) -> str:
         ),
         0,
     )
-    return f"{ticket_type.api_sold_count} / {ticket_type.api_quota} via API · {left} left"
+    return gettext("%(issued)d / %(quota)d via API · %(left)d left") % {
+        "issued": ticket_type.api_sold_count,
+        "quota": ticket_type.api_quota,
+        "left": left,
+    }
 
 
 class TicketTypeForm(forms.ModelForm):
@@ -201,25 +213,35 @@ class EventAdmin(OrganizerScopedAdmin):
     list_select_related = ["organizer"]
     search_fields = ["title", "location_name"]
     ordering = ["-start_at", "-id"]
-    inlines = [TicketTypeInline, CheckInTypeInline, FormFieldInline]
-    actions = ["publish", "end_now"]
+    inlines = [TicketTypeInline, CheckInTypeInline, FormFieldInline, SigningKeyInline]
+    actions = ["publish", "end_now", rotate_signing_key]
     fieldsets = [
         # `shown_as` is the status as clients see it (an active event past its end is ended):
         # the stored `status` beside it read as "Status" twice.
         (None, {"fields": ["organizer", "title", "shown_as", "tickets_link"]}),
-        ("When and where", {"fields": ["start_at", "end_at", "location_name", "location_address"]}),
-        ("Description", {"fields": ["description", "description_en"]}),
-        ("Images", {"fields": ["cover", "poster", "display_icon"], "classes": ["collapse"]}),
+        (
+            _("When and where"),
+            {"fields": ["start_at", "end_at", "location_name", "location_address"]},
+        ),
+        (_("Description"), {"fields": ["description", "description_en"]}),
+        (_("Images"), {"fields": ["cover", "poster", "display_icon"], "classes": ["collapse"]}),
+        (_("Scanning"), {"fields": ["signed_codes"]}),
     ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if not change:  # a new event's codes are signed from its first ticket on (§14)
+            event_signing_key_ensure(event_id=obj.pk)
 
     def get_queryset(self, request):
         return events_with_counts(super().get_queryset(request))
 
     def get_list_display(self, request):
         # The organizer column only tells apart the events of someone who sees several.
+        names = super().get_list_display(request)
         if request.user.is_superuser or len(organizer_roles(request)) > 1:
-            return self.list_display
-        return [name for name in self.list_display if name != "organizer"]
+            return names
+        return [name for name in names if name != "organizer"]
 
     def get_readonly_fields(self, request, obj=None):
         # Status moves only through the actions (and `end_events`); an event never changes
@@ -246,7 +268,15 @@ class EventAdmin(OrganizerScopedAdmin):
             query = f"?event_id={obj.pk}"
             links = [
                 (reverse("admin:tickets_ticket_export") + query, _("Export tickets (CSV)")),
+                (
+                    reverse("admin:tickets_ticket_export") + query + "&format=xlsx",
+                    _("Export tickets (Excel)"),
+                ),
                 (reverse("admin:tickets_order_export") + query, _("Export orders (CSV)")),
+                (
+                    reverse("admin:tickets_order_export") + query + "&format=xlsx",
+                    _("Export orders (Excel)"),
+                ),
                 (reverse("event-dashboard", args=[obj.pk]), _("Dashboard")),
             ]
             if can_manage(request, obj.organizer_id):
@@ -269,6 +299,8 @@ class EventAdmin(OrganizerScopedAdmin):
         return max(obj.quantity_total - obj.sold_total, 0)
 
     def save_formset(self, request, form, formset, change):
+        if formset.model is EventSigningKey:
+            return signing_keys_save(self, request, form, formset)
         if formset.model is not TicketType:
             return super().save_formset(request, form, formset, change)
         # Ticket types go through the services so the sale counters are never written from a
@@ -293,13 +325,15 @@ class EventAdmin(OrganizerScopedAdmin):
     def _status_action(self, request, queryset, service, done_text):
         def change(event: Event) -> str | None:
             if not can_manage(request, event.organizer_id):
-                return f"{event.title}: you may not manage this organizer's events"
+                return gettext("%(event)s: you may not manage this organizer's events") % {
+                    "event": event.title
+                }
             service(event_id=event.pk)  # its message names the event
             return None
 
         self.apply_each(request, queryset, change, done_message=done_text)
 
-    @admin.action(description="Publish (draft → active)", permissions=["manage"])
+    @admin.action(description=_("Publish (draft → active)"), permissions=["manage"])
     def publish(self, request, queryset):
         self._status_action(
             request,
@@ -308,7 +342,7 @@ class EventAdmin(OrganizerScopedAdmin):
             lambda n: ngettext("Published %d event.", "Published %d events.", n) % n,
         )
 
-    @admin.action(description="End now (active → ended)", permissions=["manage"])
+    @admin.action(description=_("End now (active → ended)"), permissions=["manage"])
     def end_now(self, request, queryset):
         self._status_action(
             request,
@@ -335,14 +369,14 @@ class TicketTypeAdmin(OrganizerScopedAdmin):
     ordering = ["event", "position", "id"]
     show_full_result_count = False
 
-    @admin.display(description="price")
+    @admin.display(description=_("price"))
     def price_display(self, obj):
         return format_baht(obj.price)
 
-    @admin.display(description="sold / quantity")
+    @admin.display(description=_("sold / quantity"))
     def capacity(self, obj):
         return capacity_text(obj)
 
-    @admin.display(description="API-issued / API quota")
+    @admin.display(description=_("API-issued / API quota"))
     def api_capacity(self, obj):
         return api_capacity_text(obj)

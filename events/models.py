@@ -1,34 +1,67 @@
 from django.db import models
 from django.db.models import F, Q
 from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
 
 
 class Event(models.Model):
     class Status(models.TextChoices):
-        DRAFT = "draft", "Draft"
-        ACTIVE = "active", "Active"
-        ENDED = "ended", "Ended"
+        DRAFT = "draft", _("Draft")
+        ACTIVE = "active", _("Active")
+        ENDED = "ended", _("Ended")
 
     organizer = models.ForeignKey(
-        "organizers.Organizer", on_delete=models.PROTECT, related_name="events"
+        "organizers.Organizer",
+        on_delete=models.PROTECT,
+        related_name="events",
+        verbose_name=_("organizer"),
     )
-    title = models.CharField(max_length=255)
-    description = models.TextField(blank=True, help_text="Thai")
-    description_en = models.TextField(blank=True, help_text="English")
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
-    location_name = models.CharField(max_length=255, blank=True)
-    location_address = models.CharField(max_length=500, blank=True)
-    cover = models.ImageField(upload_to="events/covers/", blank=True, null=True)
-    cover_resized = models.ImageField(upload_to="events/covers/resized/", blank=True, null=True)
-    poster = models.ImageField(upload_to="events/posters/", blank=True, null=True)
-    poster_resized = models.ImageField(upload_to="events/posters/resized/", blank=True, null=True)
-    display_icon = models.ImageField(upload_to="events/icons/", blank=True, null=True)
-    start_at = models.DateTimeField()
-    end_at = models.DateTimeField()
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    title = models.CharField(max_length=255, verbose_name=_("title"))
+    description = models.TextField(blank=True, help_text=_("Thai"), verbose_name=_("description"))
+    description_en = models.TextField(
+        blank=True, help_text=_("English"), verbose_name=_("description en")
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.DRAFT, verbose_name=_("status")
+    )
+    location_name = models.CharField(max_length=255, blank=True, verbose_name=_("location name"))
+    location_address = models.CharField(
+        max_length=500, blank=True, verbose_name=_("location address")
+    )
+    cover = models.ImageField(
+        upload_to="events/covers/", blank=True, null=True, verbose_name=_("cover")
+    )
+    cover_resized = models.ImageField(
+        upload_to="events/covers/resized/", blank=True, null=True, verbose_name=_("cover resized")
+    )
+    poster = models.ImageField(
+        upload_to="events/posters/", blank=True, null=True, verbose_name=_("poster")
+    )
+    poster_resized = models.ImageField(
+        upload_to="events/posters/resized/", blank=True, null=True, verbose_name=_("poster resized")
+    )
+    display_icon = models.ImageField(
+        upload_to="events/icons/", blank=True, null=True, verbose_name=_("display icon")
+    )
+    signed_codes = models.BooleanField(
+        default=True,
+        verbose_name=_("signed codes"),
+        help_text=_(
+            "The QR code carries a signed code (T1.…) instead of the bare reference code, "
+            "so a scanner can admit offline a ticket sold after its last sync, checking the "
+            "signature with the event's keys from the sync feed. Scanners that only read "
+            "reference codes must be updated before you turn this on; the printed reference "
+            "code works as before either way."
+        ),
+    )
+    start_at = models.DateTimeField(verbose_name=_("start at"))
+    end_at = models.DateTimeField(verbose_name=_("end at"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("event")
+        verbose_name_plural = _("events")
         constraints = [
             models.CheckConstraint(
                 condition=Q(end_at__gte=F("start_at")), name="event_ends_after_start"
@@ -63,35 +96,54 @@ class TicketType(models.Model):
     """
 
     class Kind(models.TextChoices):
-        NORMAL = "normal", "Normal"
-        PACK = "pack", "Pack"
+        NORMAL = "normal", _("Normal")
+        PACK = "pack", _("Pack")
 
     class Status(models.TextChoices):
-        ON_SALE = "on_sale", "On sale"
-        HIDDEN = "hidden", "Hidden"
-        CLOSED = "closed", "Closed"
+        ON_SALE = "on_sale", _("On sale")
+        HIDDEN = "hidden", _("Hidden")
+        CLOSED = "closed", _("Closed")
 
     SOLD_OUT = "sold_out"
 
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="ticket_types")
-    name = models.CharField(max_length=200)
-    price = models.IntegerField(help_text="Satangs (1/100 baht)")
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.NORMAL)
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="ticket_types", verbose_name=_("event")
+    )
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    price = models.IntegerField(help_text=_("Satangs (1/100 baht)"), verbose_name=_("price"))
+    kind = models.CharField(
+        max_length=16, choices=Kind.choices, default=Kind.NORMAL, verbose_name=_("kind")
+    )
     pack_size = models.PositiveSmallIntegerField(
-        blank=True, null=True, help_text="Tickets in one pack; only for kind pack."
+        blank=True,
+        null=True,
+        help_text=_("Tickets in one pack; only for kind pack."),
+        verbose_name=_("pack size"),
     )
-    quantity = models.IntegerField(help_text="Tickets that may exist, not counting revoked ones.")
+    quantity = models.IntegerField(
+        help_text=_("Tickets that may exist, not counting revoked ones."),
+        verbose_name=_("quantity"),
+    )
     api_quota = models.IntegerField(
-        blank=True, null=True, help_text="Of those, how many the API may issue; empty: no limit."
+        blank=True,
+        null=True,
+        help_text=_("Of those, how many the API may issue; empty: no limit."),
+        verbose_name=_("api quota"),
     )
-    sold_count = models.IntegerField(default=0, editable=False)
-    api_sold_count = models.IntegerField(default=0, editable=False)
-    status = models.CharField(max_length=16, choices=Status.choices, default=Status.ON_SALE)
-    position = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    sold_count = models.IntegerField(default=0, editable=False, verbose_name=_("sold count"))
+    api_sold_count = models.IntegerField(
+        default=0, editable=False, verbose_name=_("api sold count")
+    )
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.ON_SALE, verbose_name=_("status")
+    )
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("ticket type")
+        verbose_name_plural = _("ticket types")
         ordering = ["position", "id"]
         constraints = [
             models.CheckConstraint(
@@ -133,19 +185,24 @@ class TicketType(models.Model):
 class CheckInType(models.Model):
     """One gate or session of a multi-check-in event (day 1, day 2, VIP lounge)."""
 
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="check_in_types")
-    name = models.CharField(max_length=200)
-    position = models.PositiveIntegerField(default=0)
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="check_in_types", verbose_name=_("event")
+    )
+    name = models.CharField(max_length=200, verbose_name=_("name"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
     ticket_types = models.ManyToManyField(
         TicketType,
         blank=True,
         related_name="check_in_types",
-        help_text="Leave empty to admit every ticket type.",
+        help_text=_("Leave empty to admit every ticket type."),
+        verbose_name=_("ticket types"),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    updated_at = models.DateTimeField(auto_now=True, verbose_name=_("updated at"))
 
     class Meta:
+        verbose_name = _("check-in type")
+        verbose_name_plural = _("check-in types")
         ordering = ["position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["event", "name"], name="check_in_type_unique_name")
@@ -159,17 +216,55 @@ class FormField(models.Model):
     """A custom question asked of buyers (per order) or holders (per ticket)."""
 
     class AppliesTo(models.TextChoices):
-        ORDER = "order", "Order"
-        TICKET = "ticket", "Ticket"
+        ORDER = "order", _("Order")
+        TICKET = "ticket", _("Ticket")
 
-    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="form_fields")
-    label = models.CharField(max_length=255)
-    applies_to = models.CharField(max_length=8, choices=AppliesTo.choices, default=AppliesTo.TICKET)
-    required = models.BooleanField(default=False)
-    position = models.PositiveIntegerField(default=0)
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="form_fields", verbose_name=_("event")
+    )
+    label = models.CharField(max_length=255, verbose_name=_("label"))
+    applies_to = models.CharField(
+        max_length=8,
+        choices=AppliesTo.choices,
+        default=AppliesTo.TICKET,
+        verbose_name=_("applies to"),
+    )
+    required = models.BooleanField(default=False, verbose_name=_("required"))
+    position = models.PositiveIntegerField(default=0, verbose_name=_("position"))
 
     class Meta:
+        verbose_name = _("form field")
+        verbose_name_plural = _("form fields")
         ordering = ["position", "id"]
 
     def __str__(self) -> str:
         return self.label
+
+
+class EventSigningKey(models.Model):
+    """An Ed25519 key that signs the event's ticket codes (CONTRACT §14).
+
+    The newest key not retired signs new codes; older ones keep verifying the codes they signed
+    until retired. The private key is stored encrypted (`ticketing.encryption`); the public key
+    in the clear, as the sync feed publishes it.
+    """
+
+    event = models.ForeignKey(
+        Event, on_delete=models.CASCADE, related_name="signing_keys", verbose_name=_("event")
+    )
+    key_id = models.CharField(max_length=16, unique=True, editable=False, verbose_name=_("key id"))
+    public_key = models.BinaryField(max_length=32, editable=False, verbose_name=_("public key"))
+    private_key_encrypted = models.TextField(editable=False, verbose_name=_("private key"))
+    created_at = models.DateTimeField(auto_now_add=True, verbose_name=_("created at"))
+    retired_at = models.DateTimeField(
+        blank=True, null=True, editable=False, verbose_name=_("retired at")
+    )
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = _("signing key")
+        verbose_name_plural = _("signing keys")
+        indexes = [models.Index(fields=["event", "retired_at"], name="signing_key_event_idx")]
+
+    def __str__(self) -> str:
+        return self.key_id

@@ -1,5 +1,7 @@
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 from oauth2_provider.generators import generate_client_secret
 
 from organizers.admin_scoping import OrganizerFilter, OrganizerScopedAdmin, can_manage
@@ -13,7 +15,7 @@ from .services import GRANT_TYPES, application_create
 if admin.site.is_registered(Application):
     admin.site.unregister(Application)
 
-SECRET_NOTICE = (
+SECRET_NOTICE = gettext_lazy(
     "Client secret of '{name}' (client id {client_id}): {secret} — copy it now. It is stored "
     "hashed and cannot be shown again; use 'Generate a new client secret' if it is lost."
 )
@@ -138,17 +140,18 @@ class ApplicationAdmin(OrganizerScopedAdmin):
         else:
             self.message_user(
                 request,
-                f"'{application.name}' is a public client: it has no secret and must use PKCE.",
+                _("'%(name)s' is a public client: it has no secret and must use PKCE.")
+                % {"name": application.name},
                 messages.INFO,
             )
 
-    @admin.action(description="Generate a new client secret", permissions=["manage"])
+    @admin.action(description=gettext_lazy("Generate a new client secret"), permissions=["manage"])
     def regenerate_secret(self, request, queryset):
         def regenerate(application: Application) -> str | None:
             if not can_manage(request, application.organizer_id):
-                return "you may not manage this application"
+                return _("you may not manage this application")
             if application.client_type == Application.CLIENT_PUBLIC:
-                return "a public client has no secret"
+                return _("a public client has no secret")
             secret = generate_client_secret()
             application.client_secret = secret
             application.hash_client_secret = True
@@ -168,6 +171,11 @@ class ApplicationAdmin(OrganizerScopedAdmin):
             regenerate,
             label=lambda application: application.name,
             done_message=lambda done: (
-                f"Generated {done} new client secret(s); the old ones stop working now."
+                ngettext(
+                    "Generated %(count)d new client secret; the old one stops working now.",
+                    "Generated %(count)d new client secrets; the old ones stop working now.",
+                    done,
+                )
+                % {"count": done}
             ),
         )

@@ -2,28 +2,9 @@
 
 import hashlib
 
-from django.db import connections
 from oauth2_provider.models import get_access_token_model, get_application_model
 
 from organizers.permissions import sees_every_token
-from ticketing.db import from_row, select_list
-
-from .models import Application
-
-
-def application_by_client_id(client_id: str, *, using: str):
-    """`Application.objects.get(client_id=client_id)`, as one plain statement on the unique
-    `client_id`. Raises: Application.DoesNotExist."""
-    with connections[using].cursor() as cursor:
-        cursor.execute(
-            f"SELECT {select_list(Application, 'a')} FROM {Application._meta.db_table} AS a"
-            " WHERE a.client_id = %s",
-            [client_id],
-        )
-        row = cursor.fetchone()
-    if row is None:
-        raise Application.DoesNotExist("Application matching query does not exist.")
-    return from_row(Application, row, using=using)
 
 
 def application_for_consent(*, application_id: int | None = None, client_id: str | None = None):

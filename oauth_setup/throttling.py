@@ -27,8 +27,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.forms import UsernameField
 
-from ticketing.api.throttling import Counter, client_address, count_and_read_counters, rate_counter
+from ticketing.api.throttling import Counter, count_and_read_counters, rate_counter
+from ticketing.proxies import client_address
 
 _GROUP = "credential-failures"
 
@@ -98,11 +101,12 @@ def client_attempt(request, *, token_request: bool = False) -> Attempt:
 
 
 def sign_in_attempt(request) -> Attempt:
-    """A person signing in: usernames are counted case-insensitively, as people type them."""
+    """A person signing in: every spelling of a username that signs in as one account counts
+    as that account."""
     failures = [
         Limit(f"{_GROUP}:sign-in-address", client_address, "SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT")
     ]
-    username = request.POST.get("username", "").strip().casefold()
+    username = _counted_username(request.POST.get("username", ""))
     if username:
         by_user_address = f"{_GROUP}:user-address:{username}"  # whom: still the address
         failures += [
@@ -110,3 +114,10 @@ def sign_in_attempt(request) -> Attempt:
             Limit(f"{_GROUP}:user", lambda _: f"user:{username}", "USERNAME_FAILURE_RATE_LIMIT"),
         ]
     return Attempt(failures=tuple(failures))
+
+
+def _counted_username(typed: str) -> str:
+    """The username as the sign-in form reads it (trimmed, NFKC: `ｓｔａｆｆ` and `𝐬taff` are
+    `staff`), case-folded as people type names, and cut at the longest possible username."""
+    max_length = get_user_model()._meta.get_field("username").max_length
+    return UsernameField(max_length=max_length).to_python(typed).casefold()[:max_length]

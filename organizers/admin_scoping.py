@@ -18,7 +18,10 @@ from django.contrib.admin import helpers
 from django.db.models import Model, QuerySet
 from django.http import Http404
 from django.template.response import TemplateResponse
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
+from ticketing.admin_dates import HumanDatesMixin
 from ticketing.api.exceptions import ApplicationError
 from ticketing.api.fields import INT32_MAX
 
@@ -47,7 +50,9 @@ def person_with_account(name: str, account) -> str | None:
     any (most tickets and orders, imported or created through the API, have none)."""
     if account is None:
         return name or None
-    return f"{name} (account {account.username})" if name else f"account {account.username}"
+    if name:
+        return _("%(name)s (account %(username)s)") % {"name": name, "username": account.username}
+    return _("account %(username)s") % {"username": account.username}
 
 
 def organizer_path_for(model: type[Model]) -> str | None:
@@ -132,7 +137,7 @@ class _ChoiceScopingMixin:
         )
 
 
-class OrganizerScopedAdmin(_ChoiceScopingMixin, admin.ModelAdmin):
+class OrganizerScopedAdmin(HumanDatesMixin, _ChoiceScopingMixin, admin.ModelAdmin):
     """A ModelAdmin whose rows and permissions follow the user's memberships.
 
     `allow_add`, `allow_change` and `allow_delete` switch an operation off for everyone,
@@ -266,15 +271,18 @@ class OrganizerScopedAdmin(_ChoiceScopingMixin, admin.ModelAdmin):
         if failures:
             shown = failures[:20]
             more = len(failures) - len(shown)
-            text = f"{len(failures)} not done: " + "; ".join(shown)
+            text = _("%(count)d not done: %(failures)s") % {
+                "count": len(failures),
+                "failures": "; ".join(shown),
+            }
             if more:
-                text += f"; and {more} more."
+                text += _("; and %(more)d more.") % {"more": more}
             self.message_user(request, text, messages.ERROR)
         if not done and not failures:
-            self.message_user(request, "Nothing to do.", messages.WARNING)
+            self.message_user(request, _("Nothing to do."), messages.WARNING)
 
 
-class OrganizerScopedInline(_ChoiceScopingMixin, admin.options.InlineModelAdmin):
+class OrganizerScopedInline(HumanDatesMixin, _ChoiceScopingMixin, admin.options.InlineModelAdmin):
     """Inline rows of a parent the user may see; `parent_organizer_path` leads from the parent
     (the `obj` Django passes to inline permission checks) to its organizer."""
 
@@ -322,14 +330,14 @@ class FormAnswerInline(ReadOnlyInline, admin.TabularInline):
     """An order's or a ticket's answers to the event's custom questions, read-only."""
 
     parent_organizer_path = "event__organizer"
-    verbose_name_plural = "form answers"
+    verbose_name_plural = gettext_lazy("form answers")
     fields = ["question", "value"]
     readonly_fields = fields
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("field")
 
-    @admin.display(description="question")
+    @admin.display(description=gettext_lazy("question"))
     def question(self, obj):
         return obj.field.label
 
@@ -363,6 +371,6 @@ class ScopedRelatedFilter(admin.SimpleListFilter):
 
 
 class OrganizerFilter(ScopedRelatedFilter):
-    title = "organizer"
+    title = gettext_lazy("organizer")
     parameter_name = "organizer_id"
     related_model = Organizer

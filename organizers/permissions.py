@@ -3,18 +3,17 @@ application and membership rules (the checks of a token alone, `ticketing.api.pe
 come first and know no organizer).
 
 Views declare one of the permission classes; selectors ask `organizer_reach` what a token may
-reach; the admin asks `may_manage`; introspection asks `sees_every_token`. Checks run in the
-contract's order and the first failed one wins. Organizer-scoped classes resolve the path's
-organizer once and leave its id on `request.organizer_id` (and the caller's role on
-`request.membership_role`: `owner`, `admin`, `staff`, or None for an application token) for
-the view's selectors. Each class declares its OpenAPI security requirement (`openapi_security`)
-and the statuses it can answer besides 401 (`openapi_errors`), which the document reads.
+reach (an `OrganizerReach`, kept below with its query in `reach`); the admin asks
+`may_manage`; introspection asks `sees_every_token`. Checks run in the contract's order and the
+first failed one wins. Organizer-scoped classes resolve the path's organizer once and leave its
+id on `request.organizer_id` (and the caller's role on `request.membership_role`: `owner`,
+`admin`, `staff`, or None for an application token) for the view's selectors. Each class
+declares its OpenAPI security requirement (`openapi_security`) and the statuses it can answer
+besides 401 (`openapi_errors`), which the document reads.
 
 An application is owned by one organizer or by none (a platform application). A platform
 application acts for its users, never as an organizer by itself.
 """
-
-from dataclasses import dataclass
 
 from rest_framework.permissions import BasePermission
 
@@ -37,6 +36,7 @@ from ticketing.api.security import (
 )
 
 from .models import Membership
+from .reach import OrganizerReach
 from .selectors import OrganizerAccess, organizer_access
 
 # Owners and admins manage an organizer (prices, quotas, settings); staff only operate it.
@@ -55,23 +55,6 @@ _ORGANIZER_USER = [{USER_TOKEN: ["organizer"]}, {BEARER: []}, {QUERY_TOKEN: []}]
 # other route asks for `public` or `organizer`, which such a token lacks, so it answers 403
 # `insufficient_scope`. No client can ask for it: it is not one of OAUTH2_PROVIDER's SCOPES.
 CHECK_IN_SCOPE = "check-in"
-
-
-@dataclass(frozen=True)
-class OrganizerReach:
-    """The organizers a token may act for, before asking its user's memberships.
-
-    `none`: no organizer at all. `organizer_id`: only that one (the owner of the token's
-    application); None: any. `member_user_id`: only those this user is a member of (a user
-    token); None: no membership asked (an application token acts as its organizer).
-    """
-
-    none: bool = False
-    organizer_id: int | None = None
-    member_user_id: int | None = None
-
-    def allows(self, organizer_id: int) -> bool:
-        return not self.none and self.organizer_id in (None, organizer_id)
 
 
 def organizer_reach(caller: Caller) -> OrganizerReach:
@@ -154,7 +137,8 @@ def _own_organizer(request, view, caller: Caller) -> OrganizerAccess | None:
 def _check_application_owner(caller: Caller, organizer: OrganizerAccess) -> None:
     """Steps 5 and 6: tokens issued through another organizer's application (a user token
     through a platform application never mismatches)."""
-    if not organizer_reach(caller).allows(organizer.organizer_id):
+    reach = organizer_reach(caller)
+    if reach.none or reach.organizer_id not in (None, organizer.organizer_id):
         raise OrganizerMismatch() if caller.is_user_token else ApplicationNotOwned()
 
 

@@ -10,7 +10,8 @@ from ticketing.api.permissions import HasValidToken
 from .filters import OrganizerFilter
 from .models import Organizer
 from .permissions import organizer_reach
-from .selectors import organizers_count, organizers_in_reach, organizers_page
+from .reach import organizers_in_reach
+from .selectors import organizers_count, organizers_page
 from .serializers import OrganizerSerializer
 
 

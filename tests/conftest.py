@@ -1,6 +1,7 @@
 """Fixtures shared by every test: real DOT tokens of every caller kind, and API clients."""
 
 import os
+import shutil
 
 import pytest
 from django.conf import settings
@@ -18,18 +19,27 @@ from tests.factories import (
 from tests.support import CHROMIUM, TokenClient, mint_token
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Run what this machine can run; CI (REQUIRE_ALL_TESTS) must be able to run everything.
+    """Keep the topology tests together; run what this machine can run, where CI
+    (REQUIRE_ALL_TESTS) must be able to run everything.
 
     Tests marked `postgres` need row locks and real concurrency, which SQLite cannot show;
     tests marked `redis` need a cache shared between processes; tests marked `browser` need
-    Chromium.
+    Chromium, and tests marked `node` Node.js.
     """
+    for item in items:
+        # One stack of fixed ports on this machine: under xdist (`--dist loadgroup`) every
+        # topology test runs on the same worker, one after another.
+        if "topology" in item.path.parts:
+            item.add_marker(pytest.mark.xdist_group("topology"))
     missing = {}
     if connection.vendor != "postgresql":
         missing["postgres"] = "needs PostgreSQL: set DATABASE_URL (CI does)"
     if not settings.REDIS_URL:
         missing["redis"] = "needs Redis: set REDIS_URL (CI does)"
+    if shutil.which("node") is None:
+        missing["node"] = "needs Node.js (on the project's machines; Debian package nodejs)"
     if not os.path.exists(CHROMIUM):
         missing["browser"] = f"needs {CHROMIUM} (Debian package chromium; CI installs it)"
     if not missing:
@@ -45,15 +55,15 @@ def pytest_collection_modifyitems(config, items):
 def _clear_cache():
     from django.core.cache import cache
 
-    from webhooks import selectors as webhook_selectors
+    from events.signing_keys import signing_keys_forget
+
+    signing_keys_forget()  # per process: a rolled-back test's event ids come back
 
     # Only this run's keys: Redis may be shared with other processes (or xdist workers).
     if hasattr(cache, "delete_pattern"):
         cache.delete_pattern("*")
     else:
         cache.clear()
-    # What each process remembers of webhook subscriptions: a test's endpoints are its own.
-    webhook_selectors._subscribed.clear()
 
 
 @pytest.fixture(autouse=True)

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from events.models import CheckInType, Event, FormField, TicketType
+from events.signing_keys import event_signing_key_ensure
 from oauth_setup.models import Application
 from organizers.models import Membership, Organizer
 from tickets.models import Order, Ticket
@@ -64,6 +65,7 @@ class ApplicationFactory(factory.django.DjangoModelFactory):
 class EventFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Event
+        skip_postgeneration_save = True
 
     organizer = factory.SubFactory(OrganizerFactory)
     title = factory.Sequence(lambda n: f"Event {n}")
@@ -71,6 +73,12 @@ class EventFactory(factory.django.DjangoModelFactory):
     location_name = "Impact Arena"
     start_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=7))
     end_at = factory.LazyAttribute(lambda e: e.start_at + timedelta(hours=5))
+
+    @factory.post_generation
+    def signing_key(obj, create, extracted, **kwargs):
+        """As the admin makes an event: with its signing key (CONTRACT §14)."""
+        if create:
+            event_signing_key_ensure(event_id=obj.pk)
 
 
 class TicketTypeFactory(factory.django.DjangoModelFactory):

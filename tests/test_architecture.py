@@ -256,6 +256,7 @@ PUBLIC_UNDERSCORED = {
     "_default_manager",  # Django: Model._default_manager (topics/db/managers)
     "_base_manager",  # Django: Model._base_manager (topics/db/managers)
     "_state",  # Django: Model._state, its `adding` and `db` (ref/models/instances)
+    "_exit",  # Python: os._exit, documented for leaving a process without its cleanup
 }
 
 # (file, name): why it is still there. All are tracked under issue 27 (no library internals).
@@ -662,6 +663,145 @@ def test_tables_are_told_apart():
     assert not [table for table in ours if table.startswith(prefixes)]
 
 
+# --- (b2) Hand-written SQL only in `statements` modules (issue 41) --------------------------
+# Each statement written by hand lives in its app's `statements.py` (or a `statements/`
+# package), registered beside the ORM query it replaces (`ticketing.twins`), so that
+# tests/statements holds it to that meaning. Flagged in every other shipped module (the apps
+# and `ticketing/`; migrations are not walked, `RunSQL` is theirs; `ticketing/db.py` only builds
+# text): a call of `.cursor()`, `.execute()`, `.executemany()`, `.raw()`, `.extra()`, `RawSQL()`
+# and psycopg's `.copy("COPY ...")`. bench/ is not the service: its scripts set a database up
+# as an operator would. In a statements module, each public function that runs SQL itself must
+# be registered (`@replaces` or `@without_orm_twin`).
+
+_SQL_RUNNERS = {"cursor", "execute", "executemany", "raw", "extra", "RawSQL"}
+
+
+def _is_statements_module(file: str) -> bool:
+    parts = Path(file).parts
+    return parts[-1] == "statements.py" or "statements" in parts[:-1]
+
+
+def sql_runs(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, call) of every call in `tree` that runs hand-written SQL."""
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = getattr(node.func, "attr", None) or getattr(node.func, "id", None)
+        if name in _SQL_RUNNERS:
+            found.append((node.lineno, name))
+        elif name == "copy" and node.args:
+            text = _text(node.args[0])
+            if text is not None and text.lstrip().upper().startswith("COPY"):
+                found.append((node.lineno, name))
+    return found
+
+
+def unregistered_statements(module: str, tree: ast.Module, registry: dict) -> list[str]:
+    """The public functions of a statements module that run SQL themselves, unregistered."""
+    return [
+        node.name
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and not _is_private(node.name)
+        and sql_runs(node)
+        and f"{module}.{node.name}" not in registry
+    ]
+
+
+@functools.cache
+def _sql_outside_statements() -> dict[str, list[str]]:
+    found = defaultdict(list)
+    for file, _, tree in _shipped_modules():
+        if not _is_statements_module(file):
+            for line, name in sql_runs(tree):
+                found[file].append(f"{line} ({name})")
+    return dict(found)
+
+
+def test_hand_written_sql_is_only_in_statements_modules():
+    assert _sql_outside_statements() == {}
+
+
+def test_each_statement_is_registered_with_its_twin():
+    from ticketing.twins import REGISTRY
+
+    unregistered, modules = {}, []
+    for file, module, tree in _shipped_modules():
+        if _is_statements_module(file):
+            importlib.import_module(module)  # registers its statements
+            modules.append(module)
+            if names := unregistered_statements(module, tree, REGISTRY):
+                unregistered[file] = names
+    assert unregistered == {}, "decorate with @replaces(orm_twin) or @without_orm_twin(why)"
+    assert {"organizers.statements", "events.statements", "ticketing.statements"} <= set(modules)
+
+
+def test_checker_sql_runs():
+    tree = ast.parse(
+        """
+from django.db import connection
+from django.db.models.expressions import RawSQL
+
+
+def read(queryset, raw, model):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.executemany("INSERT INTO t VALUES (%s)", [[1]])
+    with raw.copy(f"COPY {model._meta.db_table} (id) FROM STDIN") as copy:
+        copy.write_row([1])
+    rows = dict(a=1).copy()
+    queryset.annotate(x=RawSQL("1", [])).extra(where=["1 = 1"])
+    return model.objects.raw("SELECT 1"), rows, queryset.values("raw", "extra")
+"""
+    )
+    assert sorted(sql_runs(tree)) == [
+        (7, "cursor"),
+        (8, "execute"),
+        (9, "executemany"),
+        (10, "copy"),
+        (13, "RawSQL"),
+        (13, "extra"),
+        (14, "raw"),
+    ]
+
+
+def test_checker_unregistered_statements():
+    tree = ast.parse(
+        """
+from django.db import connection
+
+
+@replaces(thing_orm)
+def thing():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def other():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 2")
+
+
+def _helper(cursor):
+    cursor.execute("SELECT 3")
+
+
+def builds_text():
+    return "SELECT 4"
+"""
+    )
+    registry = {"app.statements.thing": object()}
+    assert unregistered_statements("app.statements", tree, registry) == ["other"]
+
+
+def test_statements_modules_are_told_apart():
+    assert _is_statements_module("checkin/statements.py")
+    assert _is_statements_module("tickets/statements/issue.py")
+    assert not _is_statements_module("tickets/selectors.py")
+    assert not _is_statements_module("tickets/issue_statements.py")
+
+
 # --- (c) Nothing imports a services module from below ---------------------------------------
 # Services are the top of an app's layers: models < rules and value types < selectors <
 # services < the interfaces that call them. A value type kept in `services/` and imported by
@@ -965,3 +1105,83 @@ def test_no_function_is_over_60_lines_outside_the_benchmarks():
                 if lines > FUNCTION_LINES:
                     long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
     assert long == {}
+
+
+# --- No import cycle between the modules of one app -----------------------------------------
+# Within an app too, imports go one way (issue 41: webhooks' tasks, delivering, outbox and
+# outcomes imported each other): a cycle means none of its modules can be read, tested or
+# changed without the others. An import inside a function counts, as an app's cycle does; an
+# AppConfig's `ready()` is the wiring that may import any module of its app, and a package's
+# `__init__` the names it gathers from its own modules.
+
+
+def _app_module_graph(app: str) -> dict[str, set[str]]:
+    """{module: modules of the same app it imports} (a package's `__init__` left out)."""
+    modules = {}
+    for path, tree in _modules(app):
+        modules[_module_name(path)] = (path.name == "__init__.py", tree)
+    graph = {}
+    for module, (is_package, tree) in modules.items():
+        if is_package or module == f"{app}.apps":
+            continue
+        targets = set()
+        for _, name in _absolute_imports(module, is_package, tree):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module and not modules[name][0]:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others (Tarjan's
+    strongly connected components of more than one module), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in sorted(graph.get(module, ())):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = []
+            while not group or group[-1] != module:
+                group.append(stack.pop())
+                on_stack.discard(group[-1])
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(found)
+
+
+def test_checker_import_cycles():
+    graph = {"a.tasks": {"a.delivering"}, "a.delivering": {"a.outbox"}, "a.outbox": {"a.tasks"}}
+    assert import_cycles(graph) == [["a.delivering", "a.outbox", "a.tasks"]]
+    assert import_cycles({**graph, "a.outbox": {"a.models"}}) == []
+
+
+# Cycles found when the rule came (issue 41), in apps other work was reshaping: none left (the
+# table only shrinks).
+KNOWN_IMPORT_CYCLES: set[tuple[str, ...]] = set()
+
+
+@functools.cache
+def _all_import_cycles() -> dict[tuple[str, ...], list[str]]:
+    return {(app, *cycle): cycle for app in APPS for cycle in import_cycles(_app_module_graph(app))}
+
+
+def test_modules_of_an_app_import_each_other_one_way_only():
+    _check_against_known(_all_import_cycles(), KNOWN_IMPORT_CYCLES)
+
+
+def test_known_import_cycles_are_still_there():
+    _check_known_still_there(_all_import_cycles(), KNOWN_IMPORT_CYCLES)

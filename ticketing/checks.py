@@ -1,6 +1,7 @@
 """System checks of the project's settings: run by `check`, `migrate` and `make serve`, and the
 deployment ones by `check --deploy`."""
 
+import ipaddress
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -34,14 +35,18 @@ def email_is_delivered(app_configs, **kwargs):
     ]
 
 
-@register(Tags.security, deploy=True)
+@register(Tags.security)
 def site_url_is_public(app_configs, **kwargs):
     """With DEBUG off, SITE_URL must be the public https address: every ticket link is built
     from it (`ticket_url`, emails, webhook payloads, `.ics`), and its default is where the
-    server listens (`http://0.0.0.0:8000` in a container). Deploy-only: `make serve` stays
-    usable for a trial over plain HTTP."""
+    server listens (`http://0.0.0.0:8000` in a container). Not deploy-only: every process
+    refuses to start (`manage.py` commands, workers, and gunicorn's `on_starting`). A loopback
+    address over plain HTTP stays allowed: its links reach only this machine, as in a trial
+    with `make serve`."""
     site = urlsplit(settings.SITE_URL)
     if settings.DEBUG or (site.scheme == "https" and site.hostname):
+        return []
+    if site.scheme == "http" and _is_loopback(site.hostname):
         return []
     return [
         Error(
@@ -54,6 +59,15 @@ def site_url_is_public(app_configs, **kwargs):
             id="ticketing.E002",
         )
     ]
+
+
+def _is_loopback(host: str | None) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
 
 
 @register(Tags.security, deploy=True)

@@ -4,9 +4,9 @@ Thai readers count years in the Buddhist era (พ.ศ., the Gregorian year + 543
 and Thai pages and emails say so; English keeps the Gregorian year. Django's formats give the
 Thai month and day names but always the Gregorian year, so the era's year is written into the
 format here. The ticket page, the ticket email and the check-in page all format through
-`human_date`, and the check-in page's script through `intl_locale`, so no page a person reads in
-Thai shows another calendar. Machine-readable values (the API, ISO 8601 `datetime` attributes,
-iCalendar) stay Gregorian.
+`human_date`, the admin through `admin_date` (`ticketing.admin_dates`), and the check-in page's
+script through `intl_locale`, so no page a person reads in Thai shows another calendar.
+Machine-readable values (the API, ISO 8601 `datetime` attributes, iCalendar) stay Gregorian.
 """
 
 from datetime import date, datetime
@@ -22,8 +22,11 @@ ERA_YEAR_OFFSETS = {"th": 543}
 # Django's own named formats (DATETIME_FORMAT, DATE_FORMAT, ...) are styles too, per locale.
 STYLES = {
     "long": "l j F Y, H:i",  # Thursday 24 December 2026, 19:00 (the ticket email)
-    "short": "j M Y H:i",  # 24 Dec 2026 19:00 (the check-in page's list of events)
+    "short": "j M Y H:i",  # 24 Dec 2026 19:00 (the check-in page's list of events, the admin)
 }
+# The admin writes every time in one style, and a date alone (a birthday) in the locale's.
+ADMIN_STYLE = "short"
+ADMIN_DAY_STYLE = "DATE_FORMAT"
 
 # The same calendars for dates a page's script formats (Intl.DateTimeFormat).
 INTL_LOCALES = {"th": "th-TH-u-ca-buddhist", "en": "en-GB-u-ca-gregory"}
@@ -72,6 +75,11 @@ def human_date(
         if offset:
             format_string = _with_year(format_string, value.year + offset)
         return date_format(value, format_string)
+
+
+def admin_date(value: datetime | date | None) -> str:
+    """A date or time as the admin writes it ("" for none)."""
+    return human_date(value, ADMIN_STYLE if isinstance(value, datetime) else ADMIN_DAY_STYLE)
 
 
 def intl_locale(language: str | None = None) -> str:

@@ -136,9 +136,11 @@ def from_row(model, row, *, start: int = 0, using: str = DEFAULT_DB_ALIAS):
 _AUTO_FIELDS = (models.AutoField, models.BigAutoField, models.SmallAutoField)
 
 
-def insert_fields(model) -> list[models.Field]:
-    """The fields an INSERT of `model` writes: every concrete field but an automatic key."""
-    return [f for f in model._meta.concrete_fields if not isinstance(f, _AUTO_FIELDS)]
+@functools.cache
+def insert_fields(model) -> tuple[models.Field, ...]:
+    """The fields an INSERT of `model` writes: every concrete field but an automatic key (a
+    model's fields are fixed once the apps are loaded; the gate asks on every admission)."""
+    return tuple(f for f in model._meta.concrete_fields if not isinstance(f, _AUTO_FIELDS))
 
 
 def insert_sql(

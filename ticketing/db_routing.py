@@ -17,6 +17,7 @@ revoked token or role must not outlive its revocation on a lagging replica.
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
 import time
 from contextvars import ContextVar
@@ -25,6 +26,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.cache import caches
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+
+from .proxies import client_address
+from .statements import replica_state_row, wal_position
 
 # URL names whose GET (and HEAD) may be answered from a replica's snapshot.
 REPLICA_ROUTES = frozenset(
@@ -51,18 +55,10 @@ PRIMARY_APPS = frozenset(
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 _read_alias: ContextVar[str | None] = ContextVar("read_alias", default=None)
+logger = logging.getLogger(__name__)
 
-# pg_stat_wal_receiver shows the receiver's status to superusers and pg_read_all_stats members.
-_STATE_SQL = """
-    SELECT
-        pg_is_in_recovery()
-            AND EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
-        (pg_last_wal_replay_lsn() - '0/0'::pg_lsn)::bigint,
-        pg_snapshot_xmin(pg_current_snapshot())::text::bigint,
-        CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
-             ELSE COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 0)
-        END
-"""
+# The privilege `statements.replica_state_row` needs to see whether a replica streams.
+REPLICA_GRANT = "GRANT pg_read_all_stats TO <the app's role>"
 
 
 class ReplicaRouter:
@@ -110,6 +106,16 @@ class ReplicaState:
     replay_lsn: int  # bytes of WAL replayed
     horizon: int  # the oldest transaction still running there (its snapshot's xmin)
     checked_at: float
+    privileged: bool = True  # False: the role cannot see whether it streams (REPLICA_GRANT)
+
+    @property
+    def health(self) -> str:
+        """For `/healthz`: why this replica serves no reads, or "ok"."""
+        if not self.answered:
+            return "unavailable"
+        if not self.privileged:
+            return f"not used: the role lacks pg_read_all_stats ({REPLICA_GRANT})"
+        return "ok" if self.usable else "lagging or not streaming"
 
 
 _states: dict[str, ReplicaState] = {}
@@ -122,17 +128,30 @@ def replica_state(alias: str, *, max_age: float) -> ReplicaState:
     if state is not None and (now - state.checked_at <= max_age or not _may_retry(state, now)):
         return state
     try:
-        with connections[alias].cursor() as cursor:
-            cursor.execute(_STATE_SQL)
-            streaming, lsn, horizon, lag = cursor.fetchone()
+        row = replica_state_row(alias)
     except DatabaseError:
         connections[alias].close()
         state = ReplicaState(False, False, 0, 0, now)
     else:
-        usable = bool(streaming) and float(lag) <= settings.DATABASE_REPLICA_MAX_LAG_SECONDS
-        state = ReplicaState(usable, True, lsn or 0, horizon or 0, now)
+        lagging = float(row["lag"]) > settings.DATABASE_REPLICA_MAX_LAG_SECONDS
+        state = ReplicaState(
+            usable=bool(row["streaming"]) and not lagging,
+            answered=True,
+            replay_lsn=row["replay_lsn"] or 0,
+            horizon=row["horizon"] or 0,
+            checked_at=now,
+            privileged=row["privileged"],
+        )
+        previous = _states.get(alias)
+        if not state.privileged and (previous is None or previous.privileged):
+            logger.error("replica %s is never used: %s", alias, state.health)
     _states[alias] = state
     return state
+
+
+def replicas_health() -> dict[str, str]:
+    """Each replica's state for `/healthz`, asked now."""
+    return {alias: replica_state(alias, max_age=0).health for alias in replica_aliases()}
 
 
 def _may_retry(state: ReplicaState, now: float) -> bool:
@@ -172,7 +191,7 @@ def caller_key(request) -> str:
         header
         or request.GET.get("access_token", "")
         or request.COOKIES.get(settings.SESSION_COOKIE_NAME, "")
-        or request.META.get("REMOTE_ADDR", "")
+        or client_address(request)
     )
     digest = hashlib.sha256(identity.encode()).hexdigest()[:32]
     return f"read-your-writes:{digest}"
@@ -181,11 +200,8 @@ def caller_key(request) -> str:
 def remember_write(request) -> None:
     """After a caller's write: the primary's WAL position, which their next reads need."""
     try:
-        with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-            cursor.execute("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint")
-            (lsn,) = cursor.fetchone()
         caches["default"].set(
-            caller_key(request), lsn, timeout=settings.DATABASE_READ_YOUR_WRITES_SECONDS
+            caller_key(request), wal_position(), timeout=settings.DATABASE_READ_YOUR_WRITES_SECONDS
         )
     except Exception:  # the write is done: its answer must not fail now
         # Unrecorded, the caller's next reads may lag behind it for at most the lag bound.
@@ -194,8 +210,11 @@ def remember_write(request) -> None:
 
 def caller_lsn(request) -> int | None:
     """The WAL position of the caller's last write still remembered (0: none); None when the
-    cache does not answer (then only the primary is sure to have it)."""
+    cache does not answer (then only the primary is sure to have it). Read from the cache that
+    raises (`strict`, with Redis): `default` reads an outage as a miss, "no write", which would
+    send a caller's reads to a replica that has not replayed them."""
+    cache = caches["strict" if "strict" in settings.CACHES else "default"]
     try:
-        return caches["default"].get(caller_key(request)) or 0
+        return cache.get(caller_key(request)) or 0
     except Exception:  # whatever the cache backend raises when unreachable
         return None

@@ -9,6 +9,9 @@ out would stop the service for an outage they cannot fix: the answer is 200, `"s
 in use (a single-process setup, where the rate limits need nothing else). `tasks` reports the
 background queue for monitoring (pending tasks, how long the oldest has waited, failed tasks;
 null without the database); a backlog never takes a server out, as app servers run no tasks.
+With read replicas, `replicas` says of each whether it serves reads, and why not (unreachable,
+lagging, or a role that cannot see its replication status): a replica's state never takes a
+server out either, as the primary serves its reads meanwhile.
 """
 
 import logging
@@ -21,6 +24,8 @@ from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
+from .db_routing import replicas_health
+from .statements import database_answers
 from .task_queue import task_queue_status
 
 logger = logging.getLogger("ticketing.health")
@@ -33,9 +38,7 @@ NOT_CONFIGURED = "not configured"
 
 def database_status() -> str:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        database_answers()
     except DatabaseError as exc:
         logger.warning("health check: database unavailable (%s)", exc.__class__.__name__)
         # A broken connection must not be reused by the next request of this worker.
@@ -92,6 +95,9 @@ def healthz(request):
     body = {"status": status, "database": database, "cache": cache_state, "tasks": None}
     if database == OK:
         body["tasks"] = tasks_status()
+    replicas = replicas_health()
+    if replicas:  # the primary serves every read meanwhile: no reason to take this server out
+        body["replicas"] = replicas
     response = JsonResponse(body, status=503 if status == UNAVAILABLE else 200)
     if status == UNAVAILABLE:
         response["Retry-After"] = "5"

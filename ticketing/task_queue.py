@@ -76,3 +76,11 @@ def tasks_requeue_abandoned(*, lease_seconds: int) -> int:
     return DBTaskResult.objects.filter(past_lease, status=TaskResultStatus.RUNNING).update(
         status=TaskResultStatus.READY
     )
+
+
+def tasks_give_back(*, ids: list) -> int:
+    """Make READY again the tasks of `ids` still RUNNING: their worker is stopping before they
+    finished (`manage.py run_worker`), and another runs them again; how many there were."""
+    return DBTaskResult.objects.filter(pk__in=ids, status=TaskResultStatus.RUNNING).update(
+        status=TaskResultStatus.READY
+    )

@@ -11,6 +11,19 @@ class TicketsConfig(AppConfig):
     # relay of the email outbox (`email_outbox`), which queues the emails asked for.
     task_queue = "email"
 
+    def ready(self) -> None:
+        from webhooks.models import WebhookEvent
+        from webhooks.renderers import renderer_register
+
+        from .services.publishing import ticket_row_render
+
+        # The events this app's statements record (the API's creation, the gate's admission)
+        # carry the ticket's row, not its data: rendered at their dispatch. Every `ticket.*`
+        # type's data is the API's Ticket, so one renderer serves them all.
+        Type = WebhookEvent.Type
+        ticket_types = [Type.TICKET_CREATED, Type.TICKET_CHECKED_IN, Type.TICKET_RENEWED]
+        renderer_register(types=[*ticket_types, Type.TICKET_REVOKED], render=ticket_row_render)
+
     def task_worker_threads(self) -> int:
         return 1  # a hung mail server holds this queue's worker only (EMAIL_TIMEOUT per try)
 

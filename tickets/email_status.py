@@ -10,31 +10,44 @@ in the email workers hands the queued rows to tasks (`tickets.email_outbox`).
 """
 
 from django.db import models
+from django.utils.translation import gettext_lazy as _
 
 
 class TicketEmail(models.Model):
     """Recorded from Django's mail backend: `send()` returned, or raised (and is retried)."""
 
     class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        SENT = "sent", "Sent"
-        RETRYING = "retrying", "Failed, will be retried"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", _("Queued")
+        SENT = "sent", _("Sent")
+        RETRYING = "retrying", _("Failed, will be retried")
+        FAILED = "failed", _("Failed")
 
     ticket = models.OneToOneField(
-        "tickets.Ticket", on_delete=models.CASCADE, primary_key=True, related_name="email_status"
+        "tickets.Ticket",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="email_status",
+        verbose_name=_("ticket"),
     )
-    status = models.CharField(max_length=16, choices=Status.choices)
-    attempts = models.PositiveSmallIntegerField(default=1)
-    recipient = models.EmailField(help_text="The address it went (or was to go) to.")
-    error = models.CharField(max_length=500, blank=True)
-    at = models.DateTimeField(help_text="When the last attempt ended, or when it was queued.")
+    status = models.CharField(max_length=16, choices=Status.choices, verbose_name=_("status"))
+    attempts = models.PositiveSmallIntegerField(default=1, verbose_name=_("attempts"))
+    recipient = models.EmailField(
+        help_text=_("The address it went (or was to go) to."), verbose_name=_("recipient")
+    )
+    error = models.CharField(max_length=500, blank=True, verbose_name=_("error"))
+    at = models.DateTimeField(
+        help_text=_("When the last attempt ended, or when it was queued."), verbose_name=_("at")
+    )
     queued_at = models.DateTimeField(
-        null=True, blank=True, help_text="Asked for and not yet handed to a worker: the outbox."
+        null=True,
+        blank=True,
+        help_text=_("Asked for and not yet handed to a worker: the outbox."),
+        verbose_name=_("queued at"),
     )
 
     class Meta:
-        verbose_name = "ticket email"
+        verbose_name_plural = _("ticket emails")
+        verbose_name = _("ticket email")
         indexes = [
             models.Index(
                 fields=["queued_at"],

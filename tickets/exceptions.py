@@ -23,8 +23,9 @@ def ticket_body(ticket: Ticket) -> dict[str, Any]:
     return TicketSerializer.represent(ticket)
 
 
-class _CarriesTicket:
-    """Mixin: `ticket=` is required; the error body shows it (`extra["ticket"]`)."""
+class CarriesTicket:
+    """Mixin of an error that shows the ticket: `ticket=` is required; the body shows it
+    (`extra["ticket"]`)."""
 
     def __init__(self, message: str | None = None, *, ticket: Ticket, **extra: Any):
         self.ticket = ticket
@@ -51,33 +52,14 @@ class EventNotActive(Unprocessable):
     default_message = "The event is not active."
 
 
-class EventNotActiveForTicket(_CarriesTicket, EventNotActive):
-    """The same rejection at a gate, where the body shows the ticket."""
-
-
-class TicketRevoked(_CarriesTicket, Unprocessable):
+class TicketRevoked(CarriesTicket, Unprocessable):
     code = "ticket_revoked"
     default_message = "This ticket has been revoked."
 
 
-class TicketAlreadyUsed(_CarriesTicket, Unprocessable):
+class TicketAlreadyUsed(CarriesTicket, Unprocessable):
     code = "ticket_already_used"
     default_message = "This ticket has already been checked in."
-
-
-class TicketNotUsed(_CarriesTicket, Unprocessable):
-    code = "ticket_not_used"
-    default_message = "This ticket has not been checked in."
-
-
-class OrderNotPaid(_CarriesTicket, Unprocessable):
-    code = "order_not_paid"
-    default_message = "The order of this ticket is not paid."
-
-
-class CheckInTypeRequired(_CarriesTicket, Unprocessable):
-    code = "check_in_type_required"
-    default_message = "This event has check-in types: send check_in_type_ids."
 
 
 class DuplicateExternalId(Conflict):
@@ -88,8 +70,3 @@ class DuplicateExternalId(Conflict):
 class DuplicateReferenceCode(Conflict):
     code = "duplicate_reference_code"
     default_message = "Another ticket of this event has this reference code."
-
-
-class DuplicateNfcUid(_CarriesTicket, Conflict):
-    code = "duplicate_nfc_uid"
-    default_message = "Another ticket of this event is bound to this NFC tag."

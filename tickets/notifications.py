@@ -33,8 +33,9 @@ from .email_status import TicketEmail
 from .event_times import event_when
 from .links import ticket_page_url
 from .models import Ticket
-from .pdf import tickets_pdf
+from .pdf import ticket_pdf
 from .qr import qr_png
+from .signed_codes import ticket_qr_data
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def ticket_qr_content_id(ticket: Ticket) -> str:
 
 
 def _qr_part(ticket: Ticket) -> MIMEImage:
-    part = MIMEImage(qr_png(ticket.reference_code), "png")
+    part = MIMEImage(qr_png(ticket_qr_data(ticket)), "png")
     part.add_header("Content-ID", f"<{ticket_qr_content_id(ticket)}>")
     part.add_header("Content-Disposition", "inline", filename=f"{ticket.reference_code}.png")
     return part
@@ -91,7 +92,7 @@ def _ics_part(ticket: Ticket) -> MIMEText:
 
 
 def _pdf_part(ticket: Ticket, language: str) -> MIMEApplication:
-    part = MIMEApplication(tickets_pdf([ticket], language=language), "pdf")
+    part = MIMEApplication(ticket_pdf(ticket, language=language).content(), "pdf")
     part.add_header("Content-Disposition", "attachment", filename=f"{ticket.reference_code}.pdf")
     return part
 

@@ -9,6 +9,7 @@ stylesheet (by hash): no scripts at all, no third-party resource. Language: the 
 import base64
 import hashlib
 import re
+import time
 from pathlib import Path
 
 from django.conf import settings
@@ -19,12 +20,15 @@ from django.utils.cache import get_conditional_response, patch_cache_control
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_safe
 
+from ticketing.api.throttling import count_and_read_counters, rate_counter
+
 from .calendar import ticket_ics
 from .event_times import event_times
 from .models import Ticket
-from .pdf import tickets_pdf
+from .pdf import ticket_pdf as pdf_of_ticket
 from .qr import qr_etag, qr_png, qr_svg
 from .services.pages import ticket_for_page
+from .signed_codes import ticket_qr_data
 from .wallet import ticket_pkpass, wallet_enabled
 
 # What `codes.page_token_generate` makes is 32 of these; anything else is not looked up.
@@ -88,6 +92,9 @@ def ticket_page(request, token: str) -> HttpResponse:
             "place": event.display_location_name,
             "revoked": ticket.status == Ticket.Status.REVOKED,
             "used": ticket.status == Ticket.Status.USED,
+            # In the image's URL: a browser keeps an image a day, and the code changes with a
+            # key rotation or the event's setting (CONTRACT §14).
+            "qr_version": qr_etag(ticket_qr_data(ticket)).strip('"')[:16],
         }
         response = render(request, "tickets/page/ticket.html", context)
     response["Cache-Control"] = "private, no-cache"  # the state changes at the gate
@@ -98,9 +105,10 @@ def _qr_response(request, token: str, render_image, content_type: str) -> HttpRe
     ticket = _ticket(token)
     if ticket is None or ticket.status == Ticket.Status.REVOKED:
         return _private(HttpResponse("Not found.", status=404, content_type="text/plain"))
-    etag = qr_etag(ticket.reference_code)
+    data = ticket_qr_data(ticket)
+    etag = qr_etag(data)
     response = get_conditional_response(request, etag=etag) or HttpResponse(
-        render_image(ticket.reference_code), content_type=content_type
+        render_image(data), content_type=content_type
     )
     response["ETag"] = etag
     patch_cache_control(response, private=True, max_age=QR_MAX_AGE)
@@ -118,16 +126,44 @@ def ticket_qr_png(request, token: str) -> HttpResponse:
 
 
 def _file_response(request, token: str, render_file, content_type: str, suffix: str):
-    """A file of a ticket that is not revoked, rendered when asked (a page visit never pays)."""
+    """A file of a ticket that is not revoked, rendered when asked (a page visit never pays).
+    `render_file(ticket, language)` gives the file's bytes, or a `TicketPdf` (its version is the
+    ETag: a repeat with If-None-Match is a 304 and draws nothing)."""
+    retry_after = _file_downloads_over_limit(token)
+    if retry_after is not None:
+        response = HttpResponse("Too many downloads.", status=429, content_type="text/plain")
+        response["Retry-After"] = str(retry_after)
+        return _private(response)
     language = _language(request)
     ticket = _ticket(token)
     if ticket is None or ticket.status == Ticket.Status.REVOKED:
         return _private(HttpResponse("Not found.", status=404, content_type="text/plain"))
-    response = HttpResponse(render_file(ticket, language), content_type=content_type)
-    disposition = "inline" if suffix == "pdf" else "attachment"
-    response["Content-Disposition"] = f'{disposition}; filename="{ticket.reference_code}.{suffix}"'
+    rendered = render_file(ticket, language)
+    etag = getattr(rendered, "version", None) and f'"{rendered.version}"'
+    response = etag and get_conditional_response(request, etag=etag)
+    if not response:
+        content = rendered.content() if etag else rendered
+        response = HttpResponse(content, content_type=content_type)
+        disposition = "inline" if suffix == "pdf" else "attachment"
+        response["Content-Disposition"] = (
+            f'{disposition}; filename="{ticket.reference_code}.{suffix}"'
+        )
+    if etag:
+        response["ETag"] = etag
     response["Cache-Control"] = "private, no-cache"  # holder names and states change
     return _private(response)
+
+
+def _file_downloads_over_limit(token: str) -> int | None:
+    """Count a download of the link's files (`TICKET_FILE_RATE_LIMIT`): the seconds until its
+    window ends when past the limit, else None."""
+    if not getattr(settings, "RATELIMIT_ENABLE", True):
+        return None
+    counter = rate_counter("ticket-files", settings.TICKET_FILE_RATE_LIMIT, token)
+    [count], _ = count_and_read_counters([counter], [])
+    if count is None or count <= counter.limit:
+        return None
+    return max(counter.window_end - int(time.time()), 1)
 
 
 @require_safe
@@ -135,7 +171,7 @@ def ticket_pdf(request, token: str) -> HttpResponse:
     return _file_response(
         request,
         token,
-        lambda ticket, language: tickets_pdf([ticket], language=language),
+        lambda ticket, language: pdf_of_ticket(ticket, language=language),
         "application/pdf",
         "pdf",
     )

@@ -6,19 +6,28 @@ glyphs one by one do not do. The font travels with the code (`fonts/`: TLWG's Lo
 font exception, so embedding it leaves the document's license alone): the PDF looks the same on
 every machine, whatever fonts it has. The QR code is an SVG, drawn as vectors: sharp at any zoom
 and on any printer. Nothing is fetched but the font files and the inline image.
+
+Drawing a ticket takes about 64 ms of a core, so a ticket's PDF is drawn once per version and
+kept in the cache, shared by every server (`ticket_pdf`): its version is a digest of the HTML it
+is drawn from, which holds everything the PDF shows, and of WeasyPrint's release.
 """
 
 import base64
 import functools
+import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
+from django.core.cache import cache
 from django.template.loader import render_to_string
 from django.utils import timezone, translation
 
 from .event_times import event_when
 from .models import Ticket
 from .qr import qr_svg
+from .signed_codes import ticket_qr_data
 
 FONTS = Path(__file__).parent / "fonts"
 _ALLOWED_FILES = tuple(path.as_uri() for path in (FONTS / "Loma.ttf", FONTS / "Loma-Bold.ttf"))
@@ -42,7 +51,7 @@ def _own_files_only() -> type:
 
 def _entry(ticket: Ticket) -> dict:
     event = ticket.event
-    svg = base64.b64encode(qr_svg(ticket.reference_code)).decode()
+    svg = base64.b64encode(qr_svg(ticket_qr_data(ticket))).decode()
     return {
         "ticket": ticket,
         "event": event,
@@ -52,11 +61,49 @@ def _entry(ticket: Ticket) -> dict:
     }
 
 
+# A version's PDF never changes: kept until the cache needs the room, a week at most.
+PDF_CACHE_SECONDS = 60 * 60 * 24 * 7
+
+
+@dataclass(frozen=True)
+class TicketPdf:
+    """A ticket's PDF as it would be drawn now: its version (an ETag's value) and the drawing."""
+
+    html: str
+    version: str
+
+    def content(self) -> bytes:
+        """The PDF: from the cache when this version was drawn before, by any server."""
+        key = f"ticket-pdf:{self.version}"
+        pdf = cache.get(key)
+        if pdf is None:
+            pdf = _pdf_write(self.html)
+            cache.set(key, pdf, PDF_CACHE_SECONDS)
+        return pdf
+
+
+def ticket_pdf(ticket: Ticket, *, language: str) -> TicketPdf:
+    """The ticket's PDF in `language` (its HTML is rendered now, a millisecond or so; it is
+    drawn only when `content()` finds no copy of this version)."""
+    html = _tickets_html([ticket], language=language)
+    digest = hashlib.sha256(f"weasyprint {_weasyprint_version()}\n{html}".encode()).hexdigest()
+    return TicketPdf(html=html, version=digest)
+
+
+@functools.cache
+def _weasyprint_version() -> str:
+    return version("weasyprint")
+
+
 def tickets_pdf(tickets: Iterable[Ticket], *, language: str) -> bytes:
     """A PDF of the tickets, one page each, labelled in `language`.
 
     Needs each ticket's `event__organizer` and `ticket_type` loaded.
     """
+    return _pdf_write(_tickets_html(tickets, language=language))
+
+
+def _tickets_html(tickets: Iterable[Ticket], *, language: str) -> str:
     with translation.override(language):
         html = render_to_string(
             "tickets/pdf/tickets.html",
@@ -68,6 +115,10 @@ def tickets_pdf(tickets: Iterable[Ticket], *, language: str) -> bytes:
                 "font_bold": _ALLOWED_FILES[1],
             },
         )
+    return html
+
+
+def _pdf_write(html: str) -> bytes:
     from weasyprint import HTML
 
     return HTML(string=html, url_fetcher=_own_files_only()()).write_pdf()

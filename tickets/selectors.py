@@ -1,9 +1,7 @@
 """Reads of tickets and orders, each loading what its serializer reads."""
 
-import functools
 from dataclasses import dataclass
 
-from django.db import connections, router
 from django.db.models import (
     Exists,
     OuterRef,
@@ -14,26 +12,31 @@ from django.db.models import (
 )
 from django.db.models.functions import Lower
 
-from events.models import Event, TicketType
+from events.models import TicketType
 from events.selectors import event_get_for_organizer
-from organizers.models import Membership
 from organizers.permissions import acts_as_member, organizer_reach
 from ticketing.api.exceptions import NotFound
 from ticketing.api.fields import INT32_MAX
-from ticketing.db import from_row, select_list
+from ticketing.db import from_row
 
 from .codes import reference_code_normalize
 from .models import Order, OrderFormAnswer, Ticket, TicketFormAnswer
+from .signed_codes import TicketKey
+from .statements import reads
+
+# The gate's admission builds its statement from these (and reads it with
+# `ticket_from_output_row`), and keeps the image of its row (`ticket_from_image`).
+from .statements.rows import TICKET_IMAGE as TICKET_IMAGE
+from .statements.rows import TICKET_KEY_COLUMNS as TICKET_KEY_COLUMNS
+from .statements.rows import output_row_of_image
+from .statements.rows import ticket_image as ticket_image
+from .statements.rows import ticket_image_sql as ticket_image_sql
+from .statements.rows import ticket_key_column as ticket_key_column
+from .statements.rows import ticket_output_columns as ticket_output_columns
 
 # Where the selectors leave a ticket's form answers for `TicketSerializer`: a plain list (as
 # `Prefetch(to_attr=...)` does), so a page of tickets costs no queryset per ticket.
 FORM_ANSWERS = "form_answer_list"
-
-
-def _reading():
-    """The database this request reads tickets from: a replica on the routes that allow one
-    (ticketing.db_routing), else the primary."""
-    return connections[router.db_for_read(Ticket)]
 
 
 def _form_answers_prefetch() -> Prefetch:
@@ -91,38 +94,15 @@ class TicketPage:
 
 def event_ticket_page(*, event_id: int, offset: int, per_page: int) -> TicketPage:
     """A page of the event's tickets in the default order, as the list without parameters
-    shows it (`event_tickets`, then `order_queryset`), with the event's count: one plain
-    statement, where the ORM compiled a new one per page (a third of the list's time) and a
-    second counted. The page's ids come from the event's index alone, then their rows; the
-    count reads the same index, in the same snapshot. Pinned to the ORM's page and count by
-    tests/foundation/test_plain_statements.py."""
-    sql = f"""SELECT (
-            SELECT COUNT(*) FROM {Ticket._meta.db_table} WHERE event_id = %s
-        ), {ticket_output_columns(ticket="t", ticket_type="tt")}
-        FROM {Ticket._meta.db_table} AS t
-        JOIN {TicketType._meta.db_table} AS tt ON tt.id = t.ticket_type_id
-        WHERE t.id IN (
-            SELECT id FROM {Ticket._meta.db_table}
-            WHERE event_id = %s ORDER BY id LIMIT %s OFFSET %s
-        )
-        ORDER BY t.id"""
-    connection = _reading()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [event_id, event_id, per_page, offset])
-        rows = cursor.fetchall()
-    types: dict[int, TicketType] = {}
-    tickets = [_ticket_from_row(row[1:], using=connection.alias, types=types) for row in rows]
-    return TicketPage(tickets=tickets, total=rows[0][0] if rows else None)
+    shows it (`event_tickets`, then `order_queryset`), with the event's count, in one
+    statement (`statements.reads.event_ticket_page`)."""
+    tickets, total = reads.event_ticket_page(event_id=event_id, offset=offset, per_page=per_page)
+    return TicketPage(tickets=tickets, total=total)
 
 
 def event_ticket_count(*, event_id: int) -> int:
     """How many tickets the event has (read from its index alone)."""
-    connection = _reading()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT COUNT(*) FROM {Ticket._meta.db_table} WHERE event_id = %s", [event_id]
-        )
-        return cursor.fetchone()[0]
+    return reads.event_ticket_count(event_id=event_id)
 
 
 def with_form_answers_of(tickets: list[Ticket]) -> list[Ticket]:
@@ -146,78 +126,45 @@ def event_ticket_find(
     ticket_id: int | None = None,
 ) -> Ticket:
     """One ticket of the organizer's event by exactly one key; each lookup is a unique index.
+    A reference code may be a signed code (CONTRACT §14), resolved as a gate's (`TicketKey`).
 
-    One plain statement finds the ticket, its type and whether it has form answers, and checks
-    the event is the organizer's; only a miss asks which of the two is missing.
+    One statement (`statements.reads.event_ticket`) finds the ticket, its type and whether it
+    has form answers, and checks the event is the organizer's; only a miss asks which of the
+    two is missing.
 
     Raises: NotFound (event, then ticket).
     """
     if not 1 <= event_id <= INT32_MAX:
         raise NotFound("Event not found.")  # no such id (and SQLite cannot even bind some)
-    if reference_code is not None:
-        column, value = "reference_code", reference_code_normalize(reference_code)
-    elif nfc_uid is not None:
-        column, value = "nfc_uid", nfc_uid
-    else:
-        column, value = "id", ticket_id
-    connection = _reading()
-    with connection.cursor() as cursor:
-        cursor.execute(_event_ticket_sql(column), [event_id, organizer_id, value])
-        row = cursor.fetchone()
-    if row is None:
+    key = TicketKey.of(
+        organizer_id=organizer_id,
+        event_id=event_id,
+        ticket_id=ticket_id,
+        reference_code=reference_code,
+        nfc_uid=nfc_uid,
+    )
+    ticket = reads.event_ticket(event_id=event_id, organizer_id=organizer_id, key=key.filters)
+    if ticket is None:
         event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
         raise NotFound("Ticket not found.")
-    return ticket_from_output_row(row, using=connection.alias)
-
-
-# The columns by which a gate or a search names a ticket: each a unique index in its event.
-TICKET_KEY_COLUMNS = ("id", "reference_code", "nfc_uid")
-
-
-def ticket_key_column(column: str) -> str:
-    """`column`, checked to be one of `TICKET_KEY_COLUMNS` (it is written into SQL)."""
-    if column not in TICKET_KEY_COLUMNS:
-        raise ValueError(f"not a unique key of a ticket in its event: {column}")
-    return column
-
-
-def ticket_output_columns(*, ticket: str, ticket_type: str) -> str:
-    """The select list of a plain statement that loads a ticket for `TicketSerializer`: the
-    ticket's columns, its type's, whether it has form answers (`ticket_from_output_row`)."""
-    return f"""{select_list(Ticket, ticket)}, {select_list(TicketType, ticket_type)}, EXISTS (
-        SELECT 1 FROM {TicketFormAnswer._meta.db_table} AS a WHERE a.ticket_id = {ticket}.id
-    )"""
-
-
-def ticket_from_output_row(row, *, using: str) -> Ticket:
-    """The ticket a `ticket_output_columns` row holds, ready for `TicketSerializer`."""
-    ticket = _ticket_from_row(row, using=using)
     return with_form_answers(ticket, has_answers=ticket.has_answers)
 
 
-def _ticket_from_row(row, *, using: str, types: dict[int, TicketType] | None = None) -> Ticket:
-    """The ticket of a `ticket_output_columns` row with its type, annotated `has_answers`
-    (for `with_form_answers_of`). `types`: the types already loaded, by id, which the tickets
-    of one page share (a page of 50 is mostly of one or two types)."""
+def ticket_from_output_row(row, *, using: str) -> Ticket:
+    """The ticket a `ticket_output_columns` row holds (by position), ready for
+    `TicketSerializer`."""
     ticket = from_row(Ticket, row, using=using)
-    types = {} if types is None else types
-    if ticket.ticket_type_id not in types:
-        start = len(Ticket._meta.concrete_fields)
-        types[ticket.ticket_type_id] = from_row(TicketType, row, start=start, using=using)
-    ticket.ticket_type = types[ticket.ticket_type_id]
+    start = len(Ticket._meta.concrete_fields)
+    ticket.ticket_type = from_row(TicketType, row, start=start, using=using)
     ticket.has_answers = bool(row[-1])
-    return ticket
+    return with_form_answers(ticket, has_answers=ticket.has_answers)
 
 
-@functools.cache
-def _event_ticket_sql(key_column: str) -> str:
-    return f"""
-        SELECT {ticket_output_columns(ticket="t", ticket_type="tt")}
-        FROM {Ticket._meta.db_table} AS t
-        JOIN {Event._meta.db_table} AS e ON e.id = t.event_id
-        JOIN {TicketType._meta.db_table} AS tt ON tt.id = t.ticket_type_id
-        WHERE t.event_id = %s AND e.organizer_id = %s AND t.{ticket_key_column(key_column)} = %s
-    """
+def ticket_from_image(image, *, using: str) -> Ticket:
+    """The ticket of an image of a `ticket_output_columns` row (`ticket_image_sql`), loaded as
+    `ticket_from_output_row` loads that row: an answer rendered from the row renders the same
+    from its image. Its form answers are read now."""
+    return ticket_from_output_row(output_row_of_image(image), using=using)
 
 
 def _user_email(user) -> str | None:
@@ -292,7 +239,7 @@ def ticket_find_for_caller(*, caller, event_id: int, reference_code: str) -> Tic
     reach = organizer_reach(caller)
     if reach.none:
         raise NotFound("Ticket not found.")
-    found = _caller_ticket(
+    found = reads.caller_ticket(
         event_id=event_id,
         reference_code=reference_code_normalize(reference_code),
         organizer_id=reach.organizer_id,
@@ -303,56 +250,3 @@ def ticket_find_for_caller(*, caller, event_id: int, reference_code: str) -> Tic
     if not found:
         raise NotFound("Ticket not found.")
     return with_form_answers(found[0], has_answers=found[0].has_answers)
-
-
-def _caller_ticket(
-    *,
-    event_id: int,
-    reference_code: str,
-    organizer_id: int | None,
-    user_id: int | None,
-    email: str | None,
-    member: bool,
-) -> list[Ticket]:
-    """The ticket `ticket_find_for_caller` may show: `organizer_id` limits it to an organizer,
-    `user_id` to the user's own tickets (and, for a `member`, their organizers' tickets).
-
-    A plain statement: compiling the ORM's query cost more than running it, on every scan of
-    a gate that does not know the event's organizer. The conditions apply to the one row the
-    unique (event, reference_code) index finds, not to a set of every ticket the user owns
-    (an OR over holder, email and orders, which no index builds). Pinned to the ORM's query by
-    tests/foundation/test_plain_statements.py.
-    """
-    tables = {m.__name__: m._meta.db_table for m in (Ticket, TicketType, Order, Event, Membership)}
-    conditions, params = ["t.event_id = %s", "t.reference_code = %s"], [event_id, reference_code]
-    if organizer_id is not None:
-        conditions.append(
-            f"EXISTS (SELECT 1 FROM {tables['Event']} AS e"
-            " WHERE e.id = t.event_id AND e.organizer_id = %s)"
-        )
-        params.append(organizer_id)
-    if user_id is not None:
-        buyer = "o.buyer_id = %s" + (" OR LOWER(o.buyer_email) = %s" if email else "")
-        visible = [
-            "t.holder_id = %s",
-            f"t.order_id IN (SELECT o.id FROM {tables['Order']} AS o WHERE {buyer})",
-        ]
-        params += [user_id, user_id] + ([email] if email else [])
-        if email:
-            visible.append("LOWER(t.email) = %s")
-            params.append(email)
-        if member:
-            visible.append(
-                f"EXISTS (SELECT 1 FROM {tables['Membership']} AS m"
-                f" JOIN {tables['Event']} AS me ON me.organizer_id = m.organizer_id"
-                " WHERE me.id = t.event_id AND m.user_id = %s)"
-            )
-            params.append(user_id)
-        conditions.append(f"({' OR '.join(visible)})")
-    sql = f"""SELECT {ticket_output_columns(ticket="t", ticket_type="tt")}
-        FROM {tables["Ticket"]} AS t JOIN {tables["TicketType"]} AS tt ON tt.id = t.ticket_type_id
-        WHERE {" AND ".join(conditions)} LIMIT 1"""
-    connection = _reading()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [_ticket_from_row(row, using=connection.alias) for row in cursor.fetchall()]

@@ -4,12 +4,13 @@ from django.db import models
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from events.pricing import price_label, satangs_to_decimal_string
+from events.models import TicketType
 from ticketing.api.fields import (
     BlankAsNullCharField,
     DateTimeOutputField,
-    Int32Field,
     SuccessField,
+    format_baht,
+    satangs_to_decimal_string,
 )
 from ticketing.api.rendering import DirectRepresentation
 
@@ -128,13 +129,16 @@ def form_answers_of(ticket: Ticket) -> list:
 
 
 def _price_label(ticket: Ticket) -> str:
+    """What the holder paid, for people: nothing for a complimentary ticket, a pack's price
+    for its size."""
+    if ticket.kind == Ticket.Kind.COMPLIMENTARY:
+        return "Complimentary"
     ticket_type = ticket.ticket_type
-    return price_label(
-        price=ticket_type.price,
-        ticket_type_kind=ticket_type.kind,
-        pack_size=ticket_type.pack_size,
-        ticket_kind=ticket.kind,
-    )
+    if ticket_type.price == 0:
+        return "Free"
+    if ticket_type.kind == TicketType.Kind.PACK and ticket_type.pack_size:
+        return f"{format_baht(ticket_type.price)} / {ticket_type.pack_size} tickets"
+    return format_baht(ticket_type.price)
 
 
 class TicketResponseSerializer(DirectRepresentation, serializers.Serializer):
@@ -182,26 +186,6 @@ class OrderSerializer(serializers.ModelSerializer):
         return [ticket.id for ticket in order.tickets.all()]
 
 
-class TypeResultSerializer(DirectRepresentation, serializers.Serializer):
-    """The outcome for one check-in type; `error` names the refusal (null on success)."""
-
-    check_in_type_id = Int32Field()
-    check_in_type_name = serializers.CharField(allow_null=True)
-    used_at = DateTimeOutputField(allow_null=True)
-    success = serializers.BooleanField()
-    error = serializers.CharField(allow_null=True)
-
-
-class GateResultSerializer(DirectRepresentation, serializers.Serializer):
-    """A check-in's or renew's outcome, with the ticket as it is now: `success` is true when
-    every requested check-in type succeeded (always, without check-in types)."""
-
-    success = serializers.BooleanField()
-    ticket = TicketSerializer()
-    check_in_results = TypeResultSerializer(many=True)
-    renew_results = TypeResultSerializer(many=True)
-
-
 class TicketResultSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     ticket = TicketSerializer()
@@ -211,132 +195,3 @@ class TicketCreateResultSerializer(serializers.Serializer):
     success = serializers.BooleanField()
     idempotent = serializers.BooleanField(help_text="True when this replays an earlier creation.")
     ticket = TicketSerializer()
-
-
-# --- Scanner apps (CONTRACT §11, §12) ---------------------------------------------------------
-
-
-class ScannerTicketSerializer(DirectRepresentation, serializers.Serializer):
-    """A ticket as a scanner keeps it to admit people offline: admit only a ticket whose
-    `status` is `active` and whose `order_paid` is true."""
-
-    # Reads a `ScannerTicketRow` (a full sync renders every ticket of the event).
-
-    id = Int32Field()
-    reference_code = serializers.CharField()
-    nfc_uid = serializers.CharField(allow_null=True)
-    status = serializers.ChoiceField(choices=Ticket.Status.choices)
-    order_paid = serializers.BooleanField(
-        help_text="True when the ticket's order is paid: only then may the ticket be admitted."
-    )
-    ticket_type_id = Int32Field()
-    ticket_type_name = serializers.CharField()
-    firstname = BlankAsNullCharField()
-    lastname = BlankAsNullCharField()
-    used_at = DateTimeOutputField(allow_null=True)
-    checked_in_type_ids = serializers.ListField(child=Int32Field())
-    updated_at = DateTimeOutputField()
-
-
-class SyncPageSerializer(serializers.Serializer):
-    success = SuccessField()
-    tickets = ScannerTicketSerializer(many=True)
-    next_cursor = serializers.CharField(help_text="Send it back as `cursor`; keep the last one.")
-    has_more = serializers.BooleanField()
-
-
-def _text(nullable: bool = False, **extra) -> dict:
-    return {"type": "string", **({"nullable": True} if nullable else {}), **extra}
-
-
-# A nullable nested serializer is stated as `allOf: [$ref]` + `nullable`, which OpenAPI 3.0
-# validators read as "must be the object"; the scan result's ticket is stated inline instead.
-_NULLABLE_SCANNER_TICKET = {
-    "type": "object",
-    "nullable": True,
-    "description": "The ticket as the sync feed shows it; null when no ticket was found.",
-    "properties": {
-        "id": {"type": "integer"},
-        "reference_code": _text(),
-        "nfc_uid": _text(nullable=True),
-        "status": _text(enum=Ticket.Status.values),
-        "order_paid": {"type": "boolean"},
-        "ticket_type_id": {"type": "integer"},
-        "ticket_type_name": _text(),
-        "firstname": _text(nullable=True),
-        "lastname": _text(nullable=True),
-        "used_at": _text(nullable=True, format="date-time"),
-        "checked_in_type_ids": {"type": "array", "items": {"type": "integer"}},
-        "updated_at": _text(format="date-time"),
-    },
-    "required": list(ScannerTicketSerializer().fields),
-}
-
-
-@extend_schema_field(_NULLABLE_SCANNER_TICKET)
-class _NullableScannerTicketField(serializers.DictField):
-    pass
-
-
-class ScanResultSerializer(serializers.Serializer):
-    id = serializers.CharField()
-    success = serializers.BooleanField()
-    error = serializers.CharField(
-        allow_null=True,
-        help_text="Null on success; else an error response's code (`ticket_already_used`, "
-        "`ticket_revoked`, `order_not_paid`, `not_found`, `invalid_parameters`, ...).",
-    )
-    message = serializers.CharField()
-    replayed = serializers.BooleanField(help_text="This scan id was applied before.")
-    ticket = _NullableScannerTicketField(allow_null=True)
-    check_in_results = TypeResultSerializer(many=True)
-    renew_results = TypeResultSerializer(many=True)
-
-
-class CheckInBatchResultSerializer(serializers.Serializer):
-    success = serializers.BooleanField(help_text="Every scan succeeded.")
-    results = ScanResultSerializer(many=True)
-
-
-class _TicketCountsSerializer(serializers.Serializer):
-    total = serializers.IntegerField()
-    active = serializers.IntegerField()
-    used = serializers.IntegerField()
-    revoked = serializers.IntegerField()
-
-
-class _TicketTypeCountSerializer(serializers.Serializer):
-    ticket_type_id = Int32Field(source="id")
-    name = serializers.CharField()
-    sold = serializers.IntegerField()
-    checked_in = serializers.IntegerField()
-
-
-class _CheckInTypeCountSerializer(serializers.Serializer):
-    check_in_type_id = Int32Field(source="id")
-    name = serializers.CharField()
-    checked_in = serializers.IntegerField()
-
-
-class _BucketSerializer(serializers.Serializer):
-    start = serializers.DateTimeField()
-    end = serializers.DateTimeField()
-    check_ins = serializers.IntegerField()
-
-
-class CheckInStatsSerializer(serializers.Serializer):
-    """An event's live check-in figures, exact at `generated_at`."""
-
-    # CONTRACT §12; reads a `checkin.stats.CheckInStats`.
-
-    success = SuccessField()
-    event_id = Int32Field()
-    tickets = _TicketCountsSerializer()
-    ticket_types = _TicketTypeCountSerializer(many=True)
-    check_in_types = _CheckInTypeCountSerializer(many=True)
-    timeline = _BucketSerializer(
-        many=True,
-        help_text="Successful check-ins per 15 minutes (quarter hours, site time zone), empty "
-        "buckets included, up to the last bucket with a check-in and at most 14 days of them.",
-    )
-    generated_at = serializers.DateTimeField()

@@ -35,7 +35,6 @@ from .exceptions import (
 )
 from .filters import EventTicketFilter
 from .inputs import (
-    BODY_TYPES,
     TicketCreateInputSerializer,
     TicketInvalidateInputSerializer,
     TicketKeyParams,
@@ -123,7 +122,7 @@ class EventTicketsView(PlainListMixin, generics.ListAPIView):
             "`idempotent: true`; with other details it is a 409. Needs a user token with scope "
             "`organizer`."
         ),
-        request=dict.fromkeys(BODY_TYPES, TicketCreateInputSerializer),
+        request=TicketCreateInputSerializer,
         responses={
             200: TicketCreateResultSerializer,
             403: error_response(
@@ -190,7 +189,7 @@ class TicketInvalidateView(APIView):
             "By `ticket_id` or `reference_code` (both: they must name the same ticket). "
             "Revoking is final and frees the ticket's place; a used ticket must be renewed first."
         ),
-        request=dict.fromkeys(BODY_TYPES, TicketInvalidateInputSerializer),
+        request=TicketInvalidateInputSerializer,
         responses={
             200: TicketResultSerializer,
             404: error_response("Organizer, event or ticket not found", [NotFound]),

@@ -25,6 +25,7 @@ from PIL import Image
 from .event_times import event_when
 from .links import ticket_page_url
 from .models import Ticket
+from .signed_codes import ticket_qr_data
 
 PASS_COLOR = "rgb(29, 78, 216)"
 ICON_SIZES = {"icon.png": 29, "icon@2x.png": 58, "icon@3x.png": 87}
@@ -87,7 +88,7 @@ def pass_json(ticket: Ticket) -> dict:
         "barcodes": [
             {
                 "format": "PKBarcodeFormatQR",
-                "message": ticket.reference_code,
+                "message": ticket_qr_data(ticket),  # what the QR code carries (CONTRACT §14)
                 "messageEncoding": "iso-8859-1",
                 "altText": ticket.reference_code,
             }

@@ -10,6 +10,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from organizers.admin_scoping import (
     OrganizerScopedAdmin,
@@ -50,7 +52,8 @@ class _ManagersOnlyAdmin(OrganizerScopedAdmin):
 
 class WebhookEndpointForm(forms.ModelForm):
     event_types = forms.MultipleChoiceField(
-        choices=[(t, "every type" if t == "*" else t) for t in EVENT_TYPE_CHOICES],
+        label=gettext_lazy("event types"),
+        choices=[(t, gettext_lazy("every type") if t == "*" else t) for t in EVENT_TYPE_CHOICES],
         widget=forms.CheckboxSelectMultiple,
     )
 
@@ -70,7 +73,7 @@ class WebhookEndpointForm(forms.ModelForm):
     def clean_event_types(self):
         value = self.cleaned_data["event_types"]
         if "*" in value and len(value) > 1:
-            raise forms.ValidationError("“every type” stands alone.")
+            raise forms.ValidationError(_("“every type” stands alone."))
         return value
 
     def clean(self):
@@ -101,7 +104,7 @@ class WebhookEndpointAdmin(_ManagersOnlyAdmin):
         "updated_at",
     ]
 
-    @admin.display(description="event types")
+    @admin.display(description=gettext_lazy("event types"))
     def types(self, obj):
         return ", ".join(obj.event_types)
 
@@ -137,7 +140,8 @@ class WebhookEndpointAdmin(_ManagersOnlyAdmin):
         obj.pk = endpoint.pk
         self.message_user(
             request,
-            f"The signing secret of this endpoint, shown only now: {secret}",
+            _("The signing secret of this endpoint, shown only now: %(secret)s")
+            % {"secret": secret},
             messages.WARNING,
         )
 
@@ -181,24 +185,31 @@ class WebhookDeliveryAdmin(_ManagersOnlyAdmin):
     readonly_fields = fields
     actions = ["redeliver"]
 
-    @admin.display(description="webhook-id", ordering="event_id")
+    @admin.display(description=gettext_lazy("webhook-id"), ordering="event_id")
     def webhook_id(self, obj):
         return obj.event_id
 
-    @admin.display(description="type", ordering="event__type")
+    @admin.display(description=gettext_lazy("type"), ordering="event__type")
     def event_type(self, obj):
         return obj.event.type
 
-    @admin.display(description="body sent")
+    @admin.display(description=gettext_lazy("body sent"))
     def body(self, obj):
         return format_html("<pre>{}</pre>", json.dumps(obj.event.payload, indent=2))
 
-    @admin.action(description="Redeliver the selected deliveries", permissions=["manage"])
+    @admin.action(
+        description=gettext_lazy("Redeliver the selected deliveries"), permissions=["manage"]
+    )
     def redeliver(self, request, queryset):
         self.apply_each(
             request,
             queryset.select_related("endpoint"),
             lambda delivery: webhook_delivery_redeliver(delivery_id=delivery.pk),
-            done_message=lambda done: f"{done} deliveries queued again.",
+            done_message=lambda done: (
+                ngettext(
+                    "%(count)d delivery queued again.", "%(count)d deliveries queued again.", done
+                )
+                % {"count": done}
+            ),
             label=lambda delivery: delivery.event_id,
         )

@@ -1,12 +1,11 @@
 """Where a webhook may be sent, and the POST that sends it (CONTRACT §13).
 
-A URL is checked when it is registered and again before every attempt, after DNS resolution,
-and the connection goes to the address that was checked (the Host header and TLS name stay the
-URL's host), so a name that resolves to a public address for the check and to a private one a
-moment later (DNS rebinding) still reaches only the checked address. The POST goes through
-httpx, over an httpcore pool whose every connection is opened by `_PinnedBackend`: to the
-checked address only, held to the check's rules.
-"""
+A URL is checked when it is registered and again when delivering (once per task's batch:
+`sending`), after DNS resolution, and the connection goes to the address that was checked (the
+Host header and TLS name stay the URL's host), so a name that resolves to a public address for
+the check and to a private one a moment later (DNS rebinding) still reaches only the checked
+address. The POST goes through httpx, over an httpcore pool whose every connection is opened by
+`_PinnedBackend`: to the checked address only, held to the check's rules."""
 
 import functools
 import ipaddress
@@ -59,7 +58,9 @@ def _class_refusal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> st
         return "it points at a loopback address"
     if address.is_link_local:
         return "it points at a link-local address"
-    if address.is_private:
+    # Site-local (fec0::/10) was IPv6's private range until RFC 3879 deprecated it; networks
+    # may still route it inside, yet Python counts it global.
+    if address.is_private or (address.version == 6 and address.is_site_local):
         return "it points at a private address"
     if (
         not address.is_global
@@ -230,16 +231,22 @@ class _PinnedBackend(httpcore.SyncBackend):
 
 class _TimedStream(httpcore.NetworkStream):
     """A connection whose every wait ends by the deadline of the POST under way: the timeout
-    bounds the whole attempt, so a receiver trickling its answer gets no more time."""
+    bounds the whole attempt, so a receiver trickling its answer gets no more time. What is
+    written is kept until the answer is read: a request's head and body go out in one system
+    call and segment (no body held back by Nagle's algorithm behind a head sent alone)."""
 
     def __init__(self, stream: httpcore.NetworkStream, backend: _PinnedBackend):
         self._stream, self._backend = stream, backend
+        self._unsent: list[bytes] = []
 
     def read(self, max_bytes, timeout=None):
+        if self._unsent:  # the request, whole
+            buffer, self._unsent = b"".join(self._unsent), []
+            self._stream.write(buffer, self._backend.time_left(None, httpcore.WriteTimeout))
         return self._stream.read(max_bytes, self._backend.time_left(timeout, httpcore.ReadTimeout))
 
     def write(self, buffer, timeout=None):
-        self._stream.write(buffer, self._backend.time_left(timeout, httpcore.WriteTimeout))
+        self._unsent.append(buffer)
 
     def close(self):
         self._stream.close()

@@ -1,11 +1,11 @@
 """The webhooks this API sends (CONTRACT §13), in its OpenAPI document.
 
-The document stays OpenAPI 3.0, whose form variants of bodies and whose tests (openapi-core,
-schemathesis) read `nullable`; 3.0 has no `webhooks`. So each event is described as 3.1 would,
-under `x-webhooks` (which Redoc renders): a POST to the receiver with its signature headers
-(parameter components) and its body, a `WebhookEvent` component of one schema per type that
-generated clients type. The overview, with the retry schedule read from the settings, is a
-section of the document's description, which Swagger UI shows.
+The document stays OpenAPI 3.0, whose `nullable` its tests (openapi-core, schemathesis) read;
+3.0 has no `webhooks`. So each event is described as 3.1 would, under `x-webhooks` (which Redoc
+renders): a POST to the receiver with its signature headers (parameter components) and its body,
+a `WebhookEvent` component of one schema per type that generated clients type. The overview,
+with the retry schedule read from the settings, is a section of the document's description,
+which Swagger UI shows.
 """
 
 import copy

@@ -17,12 +17,12 @@ from collections.abc import Callable
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.module_loading import import_string
 
 from ticketing.outbox import relay_forever
 
-from . import tasks
 from .models import WebhookEvent
+from .queueing import QUEUE
+from .renderers import renderer_for
 
 # Events per dispatch task: its fan-out is one INSERT and one transaction of attempts.
 BATCH_EVENTS = 20
@@ -62,7 +62,7 @@ def webhook_outbox_relay(*, limit: int = RELAY_LIMIT) -> int:
             by_organizer.setdefault(organizer_id, []).append(pk)
         for event_ids in by_organizer.values():
             for start in range(0, len(event_ids), BATCH_EVENTS):
-                tasks.webhook_events_dispatch.enqueue(event_ids[start : start + BATCH_EVENTS])
+                QUEUE.events_dispatch.enqueue(event_ids[start : start + BATCH_EVENTS])
     return len(claimed)
 
 
@@ -73,8 +73,8 @@ def webhook_outbox_relay_forever(*, poll_seconds: float, stop: Callable[[], bool
 
 def webhook_events_complete(event_ids: list[str]) -> list[WebhookEvent]:
     """The events of `event_ids` that still exist, in that order, each with its data: an event
-    recorded by a statement (its data None) is rendered first by its `renderer` (a function of
-    the events to a dict of their data by id) from its `source`, and saved.
+    recorded by a statement (its data None) is rendered first from its `source` by the renderer
+    of its type (`renderers`), and saved.
 
     The data is saved once, before the first delivery: of two runs of a task (a worker lost),
     the second finds it saved, or loses the conditional UPDATE and reads the winner's, so every
@@ -83,12 +83,12 @@ def webhook_events_complete(event_ids: list[str]) -> list[WebhookEvent]:
     found = WebhookEvent.objects.in_bulk(event_ids)
     bare: dict[str, list[WebhookEvent]] = {}
     for event in found.values():
-        if event.payload.get("data") is None and event.renderer:
-            bare.setdefault(event.renderer, []).append(event)
+        if event.payload.get("data") is None and event.source is not None:
+            bare.setdefault(event.type, []).append(event)
     if bare:
         with transaction.atomic():  # one commit for all; rows written in id order
-            for renderer, events in bare.items():
-                data = import_string(renderer)(events)
+            for type, events in bare.items():
+                data = renderer_for(type)(events)
                 for event in sorted(events, key=lambda e: e.pk):
                     WebhookEvent.objects.filter(pk=event.pk, payload__data=None).update(
                         payload={**event.payload, "data": data[event.pk]}, source=None

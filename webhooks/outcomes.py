@@ -18,13 +18,14 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import Q
 from django.template.loader import render_to_string
 from django.utils import timezone
 
 from organizers.models import Membership
 
-from . import tasks
 from .models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from .queueing import QUEUE
 
 logger = logging.getLogger(__name__)
 
@@ -55,8 +56,16 @@ def retry_delay(attempt_count: int) -> timedelta:
     return timedelta(seconds=min(base * 2**exponent, settings.WEBHOOK_RETRY_MAX_DELAY_SECONDS))
 
 
-@transaction.atomic
 def attempts_record(attempts: list[Attempt]) -> None:
+    """Log attempts and decide what follows each (`_attempts_log`); then stamp the endpoints
+    that answered (`_answers_record`), outside that transaction: its locks stay the
+    deliveries' and the breakers'."""
+    _attempts_log(attempts)
+    _answers_record(attempts, at=timezone.now())
+
+
+@transaction.atomic
+def _attempts_log(attempts: list[Attempt]) -> None:
     """Log attempts and decide what follows each: delivered, the next retry, or failed.
 
     A delivery not sent because its endpoint is backed off is retried at the cool-down's end,
@@ -96,7 +105,7 @@ def attempts_record(attempts: list[Attempt]) -> None:
                 next_retry_at = attempt.attempted_at + retry_delay(delivery.attempt_count)
                 next_retry_at = max(next_retry_at, until or next_retry_at)
             if next_retry_at is not None:
-                tasks.webhook_deliver.using(run_after=next_retry_at).enqueue(delivery.pk)
+                QUEUE.deliver.using(run_after=next_retry_at).enqueue(delivery.pk)
             delivery.next_attempt_at = next_retry_at
             delivery.updated_at = now
             decided.append(delivery)
@@ -116,6 +125,28 @@ def attempts_record(attempts: list[Attempt]) -> None:
             )
     _deliveries_save(decided)
     WebhookAttempt.objects.bulk_create(logged)
+
+
+# An endpoint's `answered_at` is written at most this often, whatever the rate of its answers.
+ANSWERED_AT_EVERY = timedelta(seconds=1)
+
+
+def _answers_record(attempts: list[Attempt], *, at: datetime) -> None:
+    """Stamp the endpoints that answered one of `attempts` in good time (any status: a receiver
+    that answers 500 at once is not hung), when their stamp as read is older than
+    ANSWERED_AT_EVERY: one single-row UPDATE per such endpoint, which writes only a stamp
+    still that old (another worker's may be newer)."""
+    stale_before = at - ANSWERED_AT_EVERY
+    answered = {
+        a.endpoint.pk: a.endpoint
+        for a in attempts
+        if a.status_code is not None and not (a.stalled or a.backed_off or a.give_up)
+    }
+    for pk, endpoint in sorted(answered.items()):
+        if endpoint.answered_at is not None and endpoint.answered_at >= stale_before:
+            continue
+        stale = Q(answered_at__isnull=True) | Q(answered_at__lt=stale_before)
+        WebhookEndpoint.objects.filter(stale, pk=pk).update(answered_at=at)
 
 
 def _breakers_record(attempts: list[Attempt]) -> dict[int, datetime | None]:
@@ -196,7 +227,7 @@ def _endpoint_health_record(*, endpoint: WebhookEndpoint, succeeded: bool, at: d
     )
     if disabled:
         logger.warning("webhook endpoint %s disabled after failing since %s", endpoint.pk, cutoff)
-        tasks.webhook_endpoint_disabled_email.enqueue(endpoint.pk)
+        QUEUE.endpoint_disabled_email.enqueue(endpoint.pk)
 
 
 def webhook_endpoint_disabled_notify(*, endpoint_id: int) -> None:

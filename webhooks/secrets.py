@@ -1,16 +1,14 @@
 """Endpoint signing secrets: generated here, kept encrypted at rest.
 
-The key comes from the environment (`WEBHOOK_SECRET_KEY`, default `SECRET_KEY`), never from the
-database, so a dump alone reveals no secret. Several keys may be listed: the first encrypts,
-every one decrypts, so a key can be rotated without losing the endpoints.
+Encrypted with the service's keys (`ticketing.encryption`): a dump alone reveals no secret.
 """
 
 import base64
-import hashlib
 import secrets
 
-from cryptography.fernet import Fernet, MultiFernet
-from django.conf import settings
+from cryptography.fernet import MultiFernet
+
+from ticketing.encryption import fernet
 
 SECRET_PREFIX = "whsec_"
 
@@ -21,13 +19,7 @@ def secret_generate() -> str:
 
 
 def _fernet() -> MultiFernet:
-    # A Fernet key is 32 bytes; any configured string becomes one through SHA-256, with a label
-    # so the same SECRET_KEY gives a key used for nothing else.
-    keys = [
-        base64.urlsafe_b64encode(hashlib.sha256(b"ticketing.webhooks:" + key.encode()).digest())
-        for key in settings.WEBHOOK_SECRET_KEYS
-    ]
-    return MultiFernet([Fernet(key) for key in keys])
+    return fernet("ticketing.webhooks")  # the label every stored secret was encrypted under
 
 
 def secret_encrypt(secret: str) -> str:

@@ -5,32 +5,26 @@ An event is recorded by the service that makes the change, inside its transactio
 rollback sends nothing and a commit is never lost, and a change costs one insert whatever the
 number of endpoints. Workers (`manage.py run_worker`) then fan the event out to the endpoints
 subscribed to it. A change that is one SQL statement (the gate's admission) writes that row from
-the statement itself (`statements.event_insert_sql`, values `webhook_event_insert_params`), with
-the rows it changed; the dispatch renders the event's data from them.
+the statement itself (`statements.event_insert_sql`, values `statements.event_insert_params`),
+with the rows it changed; the dispatch renders the event's data from them by its type
+(`renderers`).
 """
 
 from collections.abc import Callable, Iterable
-from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from organizers.models import Organizer
-from ticketing.api.fields import datetime_representation
 
 from . import tasks
+from .envelopes import EVENT_TYPES, event_envelope
 from .exceptions import WebhookEndpointDisabled, WebhookEndpointLimitReached
 from .models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from .network import target_check
 from .secrets import secret_encrypt, secret_generate
-from .selectors import webhook_subscriptions_changed, webhook_wants
-from .statements import event_insert_params
-
-# The types a change records; a `ping` is sent only by `webhook_endpoint_ping`, to one endpoint,
-# so a subscription to it (allowed, as to any type) brings nothing else.
-EVENT_TYPES = [t for t in WebhookEvent.Type.values if t != WebhookEvent.Type.PING]
+from .selectors import webhook_wants
 
 
 def webhook_url_check(*, url: str) -> None:
@@ -62,7 +56,6 @@ def webhook_endpoint_create(
     with transaction.atomic():
         list(Organizer.objects.select_for_update(no_key=True).filter(pk=organizer_id))
         webhook_endpoints_room_check(organizer_id=organizer_id)
-        webhook_subscriptions_changed(organizer_id=organizer_id)
         endpoint = WebhookEndpoint.objects.create(
             organizer_id=organizer_id,
             url=url,
@@ -77,19 +70,6 @@ def webhook_endpoint_delete(*, endpoint_id: int) -> None:
     WebhookEndpoint.objects.filter(pk=endpoint_id).delete()
 
 
-def _envelope(
-    *, id: str, type: str, created_at: datetime, organizer_id: int, event_id: int | None, data
-) -> dict:
-    return {
-        "id": id,
-        "type": type,
-        "created_at": datetime_representation(created_at),
-        "organizer_id": organizer_id,
-        "event_id": event_id,
-        "data": data,
-    }
-
-
 def _event_create(
     *, organizer_id: int, event_id: int | None, type: str, data, dispatched: bool = False
 ) -> WebhookEvent:
@@ -102,7 +82,7 @@ def _event_create(
 def _event_built(*, organizer_id: int, event_id: int | None, type: str, data) -> WebhookEvent:
     """An event not yet saved, in the outbox (`dispatched_at` empty), with its envelope."""
     event = WebhookEvent(organizer_id=organizer_id, type=type)
-    event.payload = _envelope(
+    event.payload = event_envelope(
         id=event.id,
         type=type,
         created_at=event.created_at,
@@ -127,8 +107,8 @@ def webhook_event_record(
     to the endpoints subscribed when it runs, a moment later: the change's transaction reads no
     endpoint and writes nothing per endpoint. `data` is `{"ticket": ...}` or `{"order": ...}` as
     the API renders them; pass a function to build it only when some endpoint wants the event.
-    Returns the event, or None when no endpoint wants it: then it costs no query when the
-    organizer's subscriptions are in the cache, else one.
+    Returns the event, or None when no endpoint wants it (one query, in the transaction: a
+    change committed after an endpoint subscribed has its event).
     """
     assert type in EVENT_TYPES, type
     if not webhook_wants(organizer_id=organizer_id, type=type):
@@ -215,29 +195,6 @@ def webhook_endpoint_update(
         webhook_url_check(url=url)
     if is_active and not endpoint.is_active:
         endpoint.failing_since = endpoint.disabled_at = None
-    webhook_subscriptions_changed(organizer_id=endpoint.organizer_id)
     endpoint.url, endpoint.event_types, endpoint.is_active = url, event_types, is_active
     endpoint.save()
     return endpoint
-
-
-# --- Recorded by the change's own statement -------------------------------------------------
-
-
-def webhook_event_insert_params(
-    *, name: str, organizer_id: int, event_id: int | None, type: str, at: datetime, renderer: str
-) -> dict[str, Any]:
-    """The values of `statements.event_insert_sql` (with the same `name`) for one change made
-    `at`: the event `webhook_event_record` would save, its data left to `renderer` (the dotted
-    path of a function of a list of such events to their data by id, `outbox`)."""
-    assert type in EVENT_TYPES, type
-    event = WebhookEvent(organizer_id=organizer_id, type=type)
-    event.payload = _envelope(
-        id=event.id,
-        type=type,
-        created_at=at,
-        organizer_id=organizer_id,
-        event_id=event_id,
-        data=None,
-    )
-    return event_insert_params(name=name, event=event, at=at, renderer=renderer)

@@ -1,11 +1,12 @@
 """Background work of webhooks, run by `manage.py run_worker` (django-tasks' database backend).
 
-Tasks take ids, never instances, and call the services, which hold the rules.
+Tasks take ids, never instances, and call the code that holds the rules; what that code queues
+next it queues through `queueing.QUEUE`, which `WebhooksConfig.ready()` fills with these.
 """
 
 from django_tasks import task
 
-from . import delivering
+from . import delivering, outcomes
 
 
 @task(queue_name="webhooks")
@@ -27,4 +28,4 @@ def webhook_deliver(delivery_id: int) -> None:
 
 @task(queue_name="email")
 def webhook_endpoint_disabled_email(endpoint_id: int) -> None:
-    delivering.webhook_endpoint_disabled_notify(endpoint_id=endpoint_id)
+    outcomes.webhook_endpoint_disabled_notify(endpoint_id=endpoint_id)

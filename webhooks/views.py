@@ -20,7 +20,6 @@ from .serializers import (
 )
 from .services import webhook_endpoint_create, webhook_endpoint_delete, webhook_endpoint_ping
 
-_BODY_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data", "application/json")
 _FORBIDDEN = OpenApiResponse(
     description="Not a user token with scope organizer of an owner or admin (`error`: "
     "user_token_required, insufficient_scope, application_not_owned, not_organizer_member)."
@@ -70,7 +69,7 @@ class WebhooksView(generics.ListAPIView):
         summary="Register a webhook endpoint",
         description="The response carries the signing secret (`whsec_...`), shown only here. "
         "Deliveries are signed as Standard Webhooks.",
-        request=dict.fromkeys(_BODY_TYPES, InputSerializer),
+        request=InputSerializer,
         responses={
             201: WebhookCreatedResponseSerializer,
             400: OpenApiResponse(

@@ -2,6 +2,7 @@
 that scanners uploaded (CONTRACT §11) and the tickets two offline gates both admitted."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin
@@ -22,15 +23,15 @@ class UploadedScanFilter(admin.SimpleListFilter):
     offline while it was admitted elsewhere: a person let in twice, or a ticket copied.
     """
 
-    title = "uploaded scans"
+    title = _("uploaded scans")
     parameter_name = "scan"
 
     def lookups(self, request, model_admin):
         return [
-            ("twice", "Admitted twice offline"),
-            ("rejected", "Rejected"),
-            ("applied", "Applied"),
-            ("live", "Not uploaded"),
+            ("twice", _("Admitted twice offline")),
+            ("rejected", _("Rejected")),
+            ("applied", _("Applied")),
+            ("live", _("Not uploaded")),
         ]
 
     def queryset(self, request, queryset):
@@ -71,10 +72,10 @@ class CheckInLogAdmin(OrganizerScopedAdmin):
     show_full_result_count = False
     list_per_page = 100
 
-    @admin.display(description="event")
+    @admin.display(description=_("event"))
     def event_title(self, obj):
         return obj.ticket.event.title
 
-    @admin.display(description="check-in type")
+    @admin.display(description=_("check-in type"))
     def check_in_type_name(self, obj):
         return obj.check_in_type.name if obj.check_in_type_id else "—"

@@ -2,6 +2,7 @@
 types admitted on the ticket and its check-in history."""
 
 from django.contrib import admin
+from django.utils.translation import gettext_lazy as _
 
 from organizers.admin_scoping import ReadOnlyInline
 
@@ -23,8 +24,8 @@ class CheckInLogInline(ReadOnlyInline, admin.TabularInline):
 
     model = CheckInLog
     parent_organizer_path = "event__organizer"
-    verbose_name = "check-in history entry"
-    verbose_name_plural = "check-in history"
+    verbose_name = _("check-in history entry")
+    verbose_name_plural = _("check-in history")
     # A scanner's upload keeps rejected scans too: `error` tells them from admissions.
     fields = ["action", *CHECK_IN_LOG_COLUMNS, "scan_id", "error", "created_at"]
     readonly_fields = fields
@@ -37,7 +38,7 @@ class CheckInLogInline(ReadOnlyInline, admin.TabularInline):
             .select_related("ticket", "check_in_type", "actor_user", "actor_application")
         )
 
-    @admin.display(description="check-in type")
+    @admin.display(description=_("check-in type"))
     def check_in_type_name(self, obj):
         return obj.check_in_type.name if obj.check_in_type_id else "—"
 
@@ -47,14 +48,14 @@ class TicketCheckInInline(ReadOnlyInline, admin.TabularInline):
 
     model = TicketCheckIn
     parent_organizer_path = "event__organizer"
-    verbose_name = "admitted check-in type"
-    verbose_name_plural = "admitted check-in types"
+    verbose_name = _("admitted check-in type")
+    verbose_name_plural = _("admitted check-in types")
     fields = ["check_in_type_name", "used_at"]
     readonly_fields = fields
 
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("ticket", "check_in_type")
 
-    @admin.display(description="check-in type")
+    @admin.display(description=_("check-in type"))
     def check_in_type_name(self, obj):
         return obj.check_in_type.name

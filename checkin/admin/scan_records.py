@@ -1,5 +1,6 @@
-"""Uploaded scans (CONTRACT §11), read-only: every scan a scanner uploaded with the result it
-got, including those that named no ticket of the event, which the check-in log cannot show."""
+"""Scans with an id (CONTRACT §7, §11), read-only: every scan a scanner uploaded or sent online
+with a scan id, with the answer it got (an online one's HTTP status too), including those that
+named no ticket of the event, which the check-in log cannot show."""
 
 from django.contrib import admin
 
@@ -26,6 +27,7 @@ class ScanRecordAdmin(OrganizerScopedAdmin):
         "success",
         "error",
         "result",
+        "status_code",
         "actor_user",
         "actor_application",
         "created_at",

@@ -3,15 +3,17 @@ same services as the API, and see the ticket's admitted check-in types and check
 replaces the tickets app's page for `Ticket`, which it extends."""
 
 from django.contrib import admin
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from events.models import CheckInType
 from tickets.admin.forms import check_in_types_form
 from tickets.admin.tickets import TicketAdmin as TicketAdminBase
 from tickets.admin.tickets import _local
-from tickets.gate_types import GateResult, TypeResult
 from tickets.models import Ticket
 from tickets.services.common import Actor
 
+from ..gate_types import GateResult, TypeResult
 from ..services.gate import ticket_check_in, ticket_renew
 from .inlines import CheckInLogInline, TicketCheckInInline
 
@@ -30,7 +32,7 @@ def _gate_outcome(result: GateResult) -> str | None:
 def _type_problem(result: TypeResult) -> str:
     # A refused type carries a time only when it was already admitted, at that time.
     if result.used_at is not None:
-        return f"already checked in at {_local(result.used_at)}"
+        return _("already checked in at %(time)s") % {"time": _local(result.used_at)}
     return result.error
 
 
@@ -42,7 +44,7 @@ class TicketAdmin(TicketAdminBase):
     actions = ["check_in", "undo_check_in", *TicketAdminBase.actions]
     inlines = [TicketCheckInInline, CheckInLogInline, *TicketAdminBase.inlines]
 
-    @admin.action(description="Check in", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Check in"), permissions=["operate"])
     def check_in(self, request, queryset):
         tickets = self._selected(request, queryset)
         if tickets is None:
@@ -61,10 +63,10 @@ class TicketAdmin(TicketAdminBase):
             return self._ticket_page(
                 request,
                 action="check_in",
-                title="Check in tickets",
+                title=_("Check in tickets"),
                 form=form,
                 tickets=tickets,
-                button="Check in",
+                button=_("Check in"),
             )
         note = form.cleaned_data.get("note", "") if form.is_bound else ""
         actor = Actor(user=request.user)
@@ -84,10 +86,15 @@ class TicketAdmin(TicketAdminBase):
             )
             return _gate_outcome(result)
 
-        self._each(request, tickets, check_in, "Checked in %d ticket.", "Checked in %d tickets.")
+        self._each(
+            request,
+            tickets,
+            check_in,
+            lambda n: ngettext("Checked in %d ticket.", "Checked in %d tickets.", n) % n,
+        )
         return None
 
-    @admin.action(description="Undo check-in", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Undo check-in"), permissions=["operate"])
     def undo_check_in(self, request, queryset):
         tickets = self._selected(request, queryset)
         if tickets is None:
@@ -102,6 +109,8 @@ class TicketAdmin(TicketAdminBase):
             request,
             tickets,
             undo,
-            "Undid the check-in of %d ticket.",
-            "Undid the check-in of %d tickets.",
+            lambda n: (
+                ngettext("Undid the check-in of %d ticket.", "Undid the check-in of %d tickets.", n)
+                % n
+            ),
         )

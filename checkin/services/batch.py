@@ -1,13 +1,13 @@
 """A scanner's upload of the scans it made offline (CONTRACT §11, batch upload).
 
-Each scan is applied on its own, in request order, by the gate's rules (`checkin.rules`, and for
-check-in types `check_in_types_admit` / `check_in_types_renew`) with the gate's audit rows, each
-carrying the scan's id. What differs from one check-in is only how the work is done, so that an
-upload costs a few statements per chunk of scans instead of several round trips and a commit
-per scan: a chunk's tickets are read and locked in one query, each scan is decided on them in
-memory (a later scan of the same ticket sees what an earlier one did), and the chunk's changes,
-audit rows and scan records are written in bulk, in one transaction. A rejection is decided from
-the rows read, never by an exception, so one scan's rejection cannot undo another's work.
+Each scan is applied on its own, in request order, by the gate's one decision
+(`checkin.rules.decide`) with the gate's audit rows, each carrying the scan's id. What differs
+from one check-in is only how the work is done, so that an upload costs a few statements per
+chunk of scans instead of several round trips and a commit per scan: a chunk's tickets are read
+and locked in one query, each scan is decided on them in memory (a later scan of the same ticket
+sees what an earlier one did), and the chunk's changes, audit rows and scan records are written
+in bulk, in one transaction. A rejection is decided from the rows read, never by an exception,
+so one scan's rejection cannot undo another's work.
 
 The scan's record (`ScanRecord`, unique by event and scan id) is the chunk's last write. Of two
 uploads of one scan, racing or not, the second one's record collides: its chunk rolls back
@@ -31,17 +31,16 @@ from typing import Any
 from django.db import IntegrityError
 from django.db.models import Exists, OuterRef, Q
 
-from events.models import CheckInType, Event
+from events.models import Event
 from ticketing.db import atomic_retrying_once
-from tickets.gate_types import GateInputs, TicketKey
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.selectors import with_form_answers_of
 from tickets.services.common import Actor
-from tickets.services.publishing import Type
-from webhooks.selectors import webhook_wants
 
-from ..models import CheckInLog, ScanRecord
-from .batch_chunk import Chunk
+from ..models import ScanRecord
+from .admission_rows import scan_recorded_already
+from .batch_chunk import Chunk, Scan, Upload
+from .scans import scan_entries_of_answers
 
 # Scans applied per transaction: a chunk's tickets stay locked until its commit.
 CHUNK_SCANS = 100
@@ -49,18 +48,6 @@ _SCANNED_FIELDS = (
     *("id", "event_id", "reference_code", "nfc_uid", "status", "firstname", "lastname"),
     *("used_at", "updated_at", "order", "order__status", "ticket_type", "ticket_type__name"),
 )
-_SCAN_RECORD_UNIQUE = "scan_record_unique_scan"
-
-
-@dataclass(frozen=True)
-class Scan:
-    """One scan as the scanner queued it: its id and, if it parsed, what to apply."""
-
-    id: str
-    action: str = CheckInLog.Action.CHECK_IN
-    key: TicketKey | None = None
-    inputs: GateInputs | None = None
-    invalid: dict[str, list[str]] | None = None  # the field errors of a scan that did not parse
 
 
 @dataclass(frozen=True)
@@ -90,11 +77,19 @@ def scans_apply(
 
 
 def _recorded(event: Event, scan_ids: list[str]) -> dict[str, ScanOutcome]:
-    """The first results of the scans already recorded, as replays."""
-    rows = ScanRecord.objects.filter(event=event, scan_id__in=scan_ids).values_list(
-        "scan_id", "result"
-    )
-    return {scan_id: ScanOutcome(result, replayed=True) for scan_id, result in rows}
+    """The first results of the scans already recorded, as replays: an online scan's answer
+    rendered as an upload's result (`scans.scan_entries_of_answers`)."""
+    results, online = {}, []
+    for record in ScanRecord.objects.filter(event=event, scan_id__in=scan_ids).only(
+        "scan_id", "result", "status_code", "action", "success", "error", "ticket_id"
+    ):
+        if record.status_code is None:
+            results[record.scan_id] = record.result
+        else:
+            online.append(record)
+    if online:
+        results |= scan_entries_of_answers(online)
+    return {scan_id: ScanOutcome(result, replayed=True) for scan_id, result in results.items()}
 
 
 def _chunk_apply(upload: Upload, scans: list[Scan]) -> dict[str, ScanOutcome]:
@@ -103,7 +98,7 @@ def _chunk_apply(upload: Upload, scans: list[Scan]) -> dict[str, ScanOutcome]:
         try:
             return outcomes | _chunk(upload, scans)
         except IntegrityError as exc:
-            if not _scan_recorded_already(exc):
+            if not scan_recorded_already(exc):
                 raise
             # Another upload recorded some of these scans first (committed: our insert waited
             # for it). They replay its results; the others are applied again. Each round
@@ -115,14 +110,6 @@ def _chunk_apply(upload: Upload, scans: list[Scan]) -> dict[str, ScanOutcome]:
         scans = [scan for scan in scans if scan.id not in recorded]
         if not scans:
             return outcomes
-
-
-def _scan_recorded_already(exc: IntegrityError) -> bool:
-    """Whether `exc` broke the scan records' unique (event, scan id) (PostgreSQL: by name)."""
-    constraint = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
-    if constraint is not None:
-        return constraint == _SCAN_RECORD_UNIQUE
-    return f"{ScanRecord._meta.db_table}.scan_id" in str(exc)
 
 
 @atomic_retrying_once
@@ -161,36 +148,3 @@ def _tickets_locked(upload: Upload, scans: list[Scan]) -> list[Ticket]:
     if upload.publishing:
         with_form_answers_of(tickets)
     return tickets
-
-
-@dataclass(frozen=True)
-class Upload:
-    """What every chunk of an upload shares: the event, its check-in types, who scans."""
-
-    organizer_id: int
-    event: Event
-    actor: Actor
-    types: list[CheckInType]  # the event's, in order; none in simple mode
-    restricted: dict[int, set[int]]  # check-in type id → the ticket types it is limited to
-    publish: frozenset[str]  # the webhook event types some endpoint of the organizer wants
-
-    @classmethod
-    def of(cls, *, organizer_id: int, event: Event, actor: Actor) -> Upload:
-        types = list(CheckInType.objects.filter(event_id=event.pk))
-        restricted: dict[int, set[int]] = {}
-        if types:
-            through = CheckInType.ticket_types.through.objects.filter(
-                checkintype_id__in=[t.pk for t in types]
-            )
-            for type_id, ticket_type_id in through.values_list("checkintype_id", "tickettype_id"):
-                restricted.setdefault(type_id, set()).add(ticket_type_id)
-        publish = frozenset(
-            t
-            for t in (Type.TICKET_CHECKED_IN, Type.TICKET_RENEWED)
-            if webhook_wants(organizer_id=organizer_id, type=t)
-        )
-        return cls(organizer_id, event, actor, types, restricted, publish)
-
-    @property
-    def publishing(self) -> bool:
-        return bool(self.publish)

@@ -1,6 +1,7 @@
 """A chunk of a batch upload (CONTRACT §11): its scans decided in memory on the tickets read,
-by the gate's rules (`checkin.rules`; for check-in types `check_in_types_admit` and
-`check_in_types_renew`), and its writes made in bulk. See `checkin.services.batch`.
+by the gate's one decision (`checkin.rules.decide`), and its writes made in bulk. See
+`checkin.services.batch`, which reads the scans (`Scan`) and what every chunk of an upload
+shares (`Upload`) from here.
 """
 
 from __future__ import annotations
@@ -9,46 +10,84 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import reduce
 from operator import or_
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from events.models import Event
+from events.models import CheckInType, Event
 from ticketing.api.error_body import error_body
-from ticketing.api.exceptions import InvalidParameters, NotFound
-from tickets.exceptions import CheckInTypeRequired, TicketAlreadyUsed, TicketNotUsed
-from tickets.gate_types import GateResult, TypeResult
+from ticketing.api.exceptions import ApplicationError, InvalidParameters, NotFound
+from tickets.exceptions import TicketAlreadyUsed
 from tickets.models import Order, Ticket
-from tickets.serializers import ScannerTicketSerializer, TypeResultSerializer
+from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_event_record
+from tickets.signed_codes import TicketKey
+from webhooks.selectors import webhook_types_wanted
 
+from ..exceptions import TicketNotUsed
+from ..gate_types import GateInputs, GateResult
 from ..models import CheckInLog, ScanRecord, TicketCheckIn
-from ..rules import ADMISSIBLE, SIMPLE_CHECK_IN, SIMPLE_MODE, Rule
+from ..rules import decide
 from ..selectors_scanner import ScannerTicketRow
-from .gate import audit_row, check_in_types_admit, check_in_types_renew, not_used_message
+from ..serializers import ScannerTicketSerializer, TypeResultSerializer
+from ..statements import tickets_save
+from .gate import PUBLISHED, audit_row
 
-if TYPE_CHECKING:
-    from .batch import Scan, Upload
+
+@dataclass(frozen=True)
+class Scan:
+    """One scan as the scanner queued it: its id and, if it parsed, what to apply."""
+
+    id: str
+    action: str = CheckInLog.Action.CHECK_IN
+    key: TicketKey | None = None
+    inputs: GateInputs | None = None
+    invalid: dict[str, list[str]] | None = None  # the field errors of a scan that did not parse
+
+
+@dataclass(frozen=True)
+class Upload:
+    """What every chunk of an upload shares: the event, its check-in types, who scans."""
+
+    organizer_id: int
+    event: Event
+    actor: Actor
+    types: list[CheckInType]  # the event's, in order; none in simple mode
+    restricted: dict[int, set[int]]  # check-in type id → the ticket types it is limited to
+    publish: frozenset[str]  # the webhook event types some endpoint of the organizer wants
+
+    @classmethod
+    def of(cls, *, organizer_id: int, event: Event, actor: Actor) -> Upload:
+        types = list(CheckInType.objects.filter(event_id=event.pk))
+        restricted: dict[int, set[int]] = {}
+        if types:
+            through = CheckInType.ticket_types.through.objects.filter(
+                checkintype_id__in=[t.pk for t in types]
+            )
+            for type_id, ticket_type_id in through.values_list("checkintype_id", "tickettype_id"):
+                restricted.setdefault(type_id, set()).add(ticket_type_id)
+        wanted = webhook_types_wanted(organizer_id=organizer_id)
+        publish = frozenset(
+            t for t in (Type.TICKET_CHECKED_IN, Type.TICKET_RENEWED) if {"*", t} & wanted
+        )
+        return cls(organizer_id, event, actor, types, restricted, publish)
+
+    @property
+    def publishing(self) -> bool:
+        return bool(self.publish)
 
 
 @dataclass(slots=True)
 class _TicketCheckInType:
     """A check-in type as `check_in_types_for_ticket` annotates it for one ticket: what
-    `check_in_types_admit` and `check_in_types_renew` read and change."""
+    `checkin.rules.decide` reads and changes."""
 
     pk: int
     name: str
     restricted: bool
     valid_for_ticket: bool
     admitted_at: datetime | None
-
-
-@dataclass(frozen=True)
-class _Rejection:
-    code: str
-    message: str
 
 
 @dataclass
@@ -91,15 +130,15 @@ class Chunk:
         """Decide `scan` on the tickets as they stand, note its writes; its result."""
         ticket = None
         if scan.invalid is not None:
-            result = self._rejected(scan, None, _Rejection(InvalidParameters.code, _MALFORMED))
+            result = self._rejected(scan, None, InvalidParameters(_MALFORMED))
         else:
             ticket = self.by_key.get((scan.key.column, scan.key.value))
+            if ticket is not None and scan.key.reference_code not in (None, ticket.reference_code):
+                ticket = None  # a signed code of the ticket's former reference code
             if ticket is None:
-                result = self._rejected(scan, None, _Rejection(NotFound.code, _NOT_FOUND))
-            elif scan.action == CheckInLog.Action.CHECK_IN:
-                result = self._check_in(scan, ticket)
+                result = self._rejected(scan, None, NotFound(_NOT_FOUND))
             else:
-                result = self._renew(scan, ticket)
+                result = self._decide(scan, ticket)
         self.records.append(
             ScanRecord(
                 event=self.upload.event,
@@ -115,57 +154,32 @@ class Chunk:
         )
         return result
 
-    def _check_in(self, scan: Scan, ticket: Ticket) -> dict[str, Any]:
-        """`ticket_check_in`'s rules, in its order."""
-        event = self.upload.event
-        rejection = _broken(ADMISSIBLE, ticket, event)
-        if rejection is not None:
-            return self._rejected(scan, ticket, rejection)
+    def _decide(self, scan: Scan, ticket: Ticket) -> dict[str, Any]:
+        """The gate's decision (`checkin.rules.decide`) on the ticket as it stands; its
+        changes noted for `write`."""
         at = scan.inputs.get("used_at") or self.now
-        if SIMPLE_MODE.holds(ticket, event):
-            rejection = _broken(SIMPLE_CHECK_IN, ticket, event)
-            if rejection is not None:
-                return self._rejected(scan, ticket, rejection)
-            ticket.status, ticket.used_at = Ticket.Status.USED, at
-            self._changed(ticket, Type.TICKET_CHECKED_IN)
-            self.logs.append(self._row(scan, ticket, at=at))
-            return self._applied(scan, GateResult(ticket, [], []))
-        type_ids = scan.inputs.get("check_in_type_ids")
-        if not type_ids:
-            required = _Rejection(CheckInTypeRequired.code, CheckInTypeRequired.default_message)
-            return self._rejected(scan, ticket, required)
-        decided = check_in_types_admit(ticket, self._types(ticket), type_ids, at)
-        self.logs.extend(self._row(scan, ticket, at=at, type_id=t.pk) for t in decided.done)
-        if decided.changed:
-            self._changed(ticket)
-        if decided.done:
-            self._published(ticket, Type.TICKET_CHECKED_IN)
-        return self._applied(scan, GateResult(ticket, decided.results, []))
-
-    def _renew(self, scan: Scan, ticket: Ticket) -> dict[str, Any]:
-        """`ticket_renew`'s rules, in its order."""
-        event = self.upload.event
-        rejection = _broken(ADMISSIBLE, ticket, event)
-        if rejection is None and ticket.status != Ticket.Status.USED:
-            rejection = _Rejection(TicketNotUsed.code, not_used_message(ticket))
-        if rejection is not None:
-            return self._rejected(scan, ticket, rejection)
-        at = scan.inputs.get("used_at") or self.now
-        if SIMPLE_MODE.holds(ticket, event):
-            ticket.status, ticket.used_at = Ticket.Status.ACTIVE, None
-            self._changed(ticket, Type.TICKET_RENEWED)
-            self.logs.append(self._row(scan, ticket, at=at))
-            return self._applied(scan, GateResult(ticket, [], []))
-        type_ids = scan.inputs.get("check_in_type_ids")
-        decided = check_in_types_renew(ticket, self._types(ticket), type_ids, at)
-        self.logs.extend(self._row(scan, ticket, at=at, type_id=t.pk) for t in decided.done)
-        if decided.untyped:
-            self.logs.append(self._row(scan, ticket, at=at))
-        if decided.changed:
-            self._changed(ticket)
-        if decided.done or decided.untyped:
-            self._published(ticket, Type.TICKET_RENEWED)
-        return self._applied(scan, GateResult(ticket, [], decided.results))
+        decision = decide(
+            scan.action,
+            ticket,
+            self.upload.event,
+            type_ids=scan.inputs.get("check_in_type_ids"),
+            at=at,
+            types=lambda: self._types(ticket),
+        )
+        if decision.refusal is not None:
+            return self._rejected(scan, ticket, decision.refusal)
+        self.logs.extend(self._row(scan, ticket, at=at, type_id=t) for t in decision.audit_types)
+        if decision.changed:
+            ticket.updated_at = self.now
+            self.changed[ticket.pk] = ticket
+        if decision.audit_types and PUBLISHED[scan.action] in self.upload.publish:
+            # The webhook event of the change, with the ticket as this scan left it.
+            ticket_event_record(
+                organizer_id=self.upload.organizer_id,
+                ticket=ticket,
+                type=PUBLISHED[scan.action],
+            )
+        return self._applied(scan, decision.result(ticket, scan.action))
 
     def _types(self, ticket: Ticket) -> dict[int, _TicketCheckInType]:
         """`check_in_types_for_ticket(ticket)` from what the chunk read, kept for its scans."""
@@ -183,17 +197,6 @@ class Chunk:
                 )
         return types
 
-    def _changed(self, ticket: Ticket, published: str | None = None) -> None:
-        ticket.updated_at = self.now
-        self.changed[ticket.pk] = ticket
-        if published is not None:
-            self._published(ticket, published)
-
-    def _published(self, ticket: Ticket, type: str) -> None:
-        """The webhook event of the change, with the ticket as this scan left it."""
-        if type in self.upload.publish:
-            ticket_event_record(organizer_id=self.upload.organizer_id, ticket=ticket, type=type)
-
     def _row(self, scan: Scan, ticket: Ticket, *, at, type_id=None, error=None) -> CheckInLog:
         return audit_row(
             ticket,
@@ -209,7 +212,7 @@ class Chunk:
 
     # --- results ---
 
-    def _rejected(self, scan: Scan, ticket: Ticket | None, rejection: _Rejection) -> dict:
+    def _rejected(self, scan: Scan, ticket: Ticket | None, rejection: ApplicationError) -> dict:
         """A scan rejected whole: its audit row when the ticket is known, and its result."""
         if ticket is not None:
             at = scan.inputs.get("used_at") or self.now
@@ -227,11 +230,13 @@ class Chunk:
             # An unknown type has no name, and no row to refer to.
             type_id = r.check_in_type_id if r.check_in_type_name is not None else None
             self.logs.append(self._row(scan, result.ticket, at=at, type_id=type_id, error=r.code))
+        partly = any(r.success for r in (*result.check_in_results, *result.renew_results))
+        message = scan_message(scan.action, result.ticket.reference_code, result.success, partly)
         return {
             "id": scan.id,
             "success": result.success,
-            "error": _rejection(scan.action, result, failed),
-            "message": _message(scan.action, result),
+            "error": scan_rejection(scan.action, result),
+            "message": message,
             # The gate admits and renews only tickets of paid orders (rule ADMISSIBLE).
             **self._render(result, result.ticket, order_paid=True),
         }
@@ -256,7 +261,7 @@ class Chunk:
         """The chunk's changes: tickets, check-in types, audit rows, then the scans' records
         (sorted by scan id, so two uploads sharing scans wait on each other in one order)."""
         if self.changed:
-            _tickets_save(sorted(self.changed.values(), key=lambda t: t.pk))
+            tickets_save(tickets=sorted(self.changed.values(), key=lambda t: t.pk))
         gone, new = self._admissions_changed()
         if gone:
             TicketCheckIn.objects.filter(
@@ -284,63 +289,28 @@ class Chunk:
         return gone, new
 
 
-def _tickets_save(tickets: list[Ticket]) -> None:
-    """Write the tickets' status, used_at and updated_at in one statement, from a VALUES list.
-
-    The ORM's `bulk_update` writes a CASE over every row for each field, which the database
-    evaluates row by row: for a chunk's hundred tickets it cost more than the rest of the chunk.
-    """
-    connection = transaction.get_connection()
-    fields = [Ticket._meta.get_field(name) for name in ("status", "used_at", "updated_at")]
-    # PostgreSQL types a VALUES column from its values: all NULL would be text.
-    at = "CAST(%s AS timestamp with time zone)" if connection.vendor == "postgresql" else "%s"
-    rows = ", ".join([f"(%s, %s, {at}, {at})"] * len(tickets))
-    params = [
-        value
-        for ticket in tickets
-        for value in (
-            ticket.pk,
-            *(
-                field.get_db_prep_save(getattr(ticket, field.attname), connection)
-                for field in fields
-            ),
-        )
-    ]
-    table = Ticket._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"UPDATE {table} SET status = v.column2, used_at = v.column3, updated_at = v.column4"
-            f" FROM (VALUES {rows}) AS v WHERE {table}.id = v.column1",
-            params,
-        )
-
-
 _MALFORMED = "This scan is malformed."
 _NOT_FOUND = "Ticket not found."
 
 
-def _broken(rules: tuple[Rule, ...], ticket: Ticket, event: Event) -> _Rejection | None:
-    """The first of `rules` the ticket breaks, as `enforce` would raise it; None if none."""
-    for rule in rules:
-        if not rule.holds(ticket, event):
-            return _Rejection(rule.error.code, rule.message(ticket, event))
-    return None
-
-
-def _rejection(action: str, result: GateResult, failed: list[TypeResult]) -> str | None:
+def scan_rejection(action: str, result: GateResult) -> str | None:
     """The error code of a multiple-mode scan none of whose requested types succeeded; None
-    if one did (the scan was applied) or in simple mode (no types)."""
-    if not failed or len(failed) < len(result.check_in_results) + len(result.renew_results):
+    if one did (the scan was applied) or in simple mode (no types). An online scan with a scan
+    id records it too, for an upload that replays it."""
+    decided = (*result.check_in_results, *result.renew_results)
+    failed = [r for r in decided if not r.success]
+    if not failed or len(failed) < len(decided):
         return None
     state = TicketAlreadyUsed.code if action == CheckInLog.Action.CHECK_IN else TicketNotUsed.code
     return state if any(r.code == state for r in failed) else InvalidParameters.code
 
 
-def _message(action: str, result: GateResult) -> str:
+def scan_message(action: str, reference_code: str, success: bool, partly: bool) -> str:
+    """An applied scan's message: every requested type done (`success`), some (`partly`) or
+    none."""
     done = "checked in" if action == CheckInLog.Action.CHECK_IN else "renewed"
-    ref = result.ticket.reference_code
-    if result.success:
-        return f"Ticket {ref} {done}."
-    if any(r.success for r in (*result.check_in_results, *result.renew_results)):
-        return f"Ticket {ref}: not every check-in type was {done}."
-    return f"Ticket {ref}: no check-in type was {done}."
+    if success:
+        return f"Ticket {reference_code} {done}."
+    if partly:
+        return f"Ticket {reference_code}: not every check-in type was {done}."
+    return f"Ticket {reference_code}: no check-in type was {done}."

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import pytest
-from django.utils import formats, timezone
+from django.utils import translation
 
 from checkin.models import CheckInLog
 from tests.factories import (
@@ -14,6 +14,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
+from ticketing.dates import admin_date
 from tickets.models import Ticket
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -87,8 +88,9 @@ def test_staff_checks_a_ticket_in_and_sees_its_history(admin_server, organizer):
     assert ticket.status == Ticket.Status.USED
     log = CheckInLog.objects.get(ticket=ticket)
     assert (log.action, log.actor_user_id) == ("check_in", staff.pk)
-    # The entry's title gives the time as the admin's columns do: local, in words.
-    assert f"Check-in GATE0001 at {formats.localize(timezone.localtime(log.at))}" in shown
+    # The entry's title gives the time as the admin's columns do: local, in its one style.
+    with translation.override("en"):
+        assert f"Check-in GATE0001 at {admin_date(log.at)}" in shown
     assert (OUTPUT / "admin_check_in.png").stat().st_size > 10_000
 
 

@@ -1,6 +1,7 @@
 """The event dashboard in the admin (issue 31): sold and checked in per ticket type, the check-in
-timeline of CONTRACT §12 drawn as SVG by this service, check-ins per gate (application or staff
-member); in real headless Chromium, at 1280 px, with a screenshot whose bars are really drawn."""
+timeline of CONTRACT §12 drawn as SVG by this service, check-ins per gate (the scan's note) and
+person or application (issue 40); in real headless Chromium, at 1280 px, with a screenshot whose
+bars are really drawn."""
 
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 from PIL import Image
 
+from checkin.dashboard import gate_counts
 from checkin.models import CheckInLog
+from checkin.services.page_tokens import page_token_issue
 from tests.factories import (
     ApplicationFactory,
     EventFactory,
@@ -20,7 +23,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
-from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
+from tests.support import CHROMIUM, CHROMIUM_ARGS, TokenClient, live_site, mint_token
 
 PORTS = range(8621, 8640)
 OUTPUT = Path(__file__).resolve().parents[2] / "test-output"
@@ -89,9 +92,10 @@ def test_dashboard_figures_and_queries(organizer, other_organizer, django_assert
         ("บัตรยืน Standing", 5, 4),
         ("VIP", 3, 2),
     ]
-    assert [(g.gate, g.kind, g.check_ins) for g in dashboard.gates] == [
-        ("North gate scanner", "application", 4),
-        ("Somchai Gate", "user", 2),
+    assert [(g.gate, g.person, g.application, g.check_ins) for g in dashboard.gates] == [
+        ("", "", "North gate scanner", 3),
+        ("", "Somchai Gate", "", 2),
+        ("", "Somchai Gate", "North gate scanner", 1),
     ]
     assert [b.check_ins for b in dashboard.stats.timeline] == [3, 1, 2]
     body = response.content.decode()
@@ -103,6 +107,76 @@ def test_dashboard_figures_and_queries(organizer, other_organizer, django_assert
     assert client.get(url).status_code == 404
     client.logout()
     assert client.get(url).status_code == 302  # to the admin's sign-in
+
+
+@pytest.mark.django_db
+def test_dashboard_counts_check_ins_per_gate_and_person(organizer):
+    """Two staff on the check-in page at two gates, and a scanner app: each (gate, person,
+    application) is a row, by the audit rows' note (CONTRACT §7); an upload's scans count as its
+    online ones do; refusals and undos count nowhere; a note's surrounding spaces are no other
+    gate."""
+    event = EventFactory(organizer=organizer, title="Songkran Beats")
+    regular = TicketTypeFactory(event=event, quantity=100)
+    for i in range(8):
+        TicketFactory(event=event, ticket_type=regular, reference_code=f"DASH{i:04d}")
+    malee = UserFactory(username="malee", full_name="Malee Gate")
+    anan = UserFactory(username="anan", full_name="Anan Gate")
+    for user in (malee, anan):
+        MembershipFactory(user=user, organizer=organizer, role="staff")
+    turnstile = ApplicationFactory(organizer=organizer, name="Turnstile app")
+    page_malee = TokenClient(page_token_issue(user=malee).access_token)
+    page_anan = TokenClient(page_token_issue(user=anan).access_token)
+    scanner = TokenClient(mint_token(application=turnstile, scope="public organizer"))
+    path = f"/api/public/organizers/{organizer.pk}/events/{event.pk}"
+
+    def scan(client, code, note=None, action="checkin"):
+        body = {"reference_code": code, **({"note": note} if note is not None else {})}
+        return client.post(f"{path}/tickets/{action}", body, format="json").status_code
+
+    statuses = [
+        scan(page_malee, "DASH0000", "North door"),
+        scan(page_malee, "DASH0001", "North door "),
+        scan(page_anan, "DASH0002", "North door"),
+        scan(page_anan, "DASH0003", "South door"),
+        scan(scanner, "DASH0005", "gate 2"),
+        scan(scanner, "DASH0006"),
+        scan(page_malee, "DASH0000", "North door"),  # already used: refused
+        scan(page_malee, "DASH0001", "North door", action="renew"),  # an undo
+    ]
+    upload = page_anan.post(
+        f"{path}/checkins",
+        {
+            "scans": [
+                {
+                    "id": "offline-scan-0004",
+                    "reference_code": "DASH0004",
+                    "used_at": timezone.now().isoformat(),
+                    "note": "South door",
+                }
+            ]
+        },
+        format="json",
+    )
+
+    gates = gate_counts(event=event)
+
+    assert statuses == [200, 200, 200, 200, 200, 200, 422, 200]
+    assert upload.json()["success"] is True
+    assert [(g.gate, g.person, g.application, g.check_ins) for g in gates] == [
+        ("North door", "Malee Gate", "Staff check-in page", 2),
+        ("South door", "Anan Gate", "Staff check-in page", 2),
+        ("gate 2", "", "Turnstile app", 1),
+        ("North door", "Anan Gate", "Staff check-in page", 1),
+        ("", "", "Turnstile app", 1),
+    ]
+    admin = UserFactory(username="boss", is_staff=True)
+    MembershipFactory(user=admin, organizer=organizer, role="admin")
+    client = Client()
+    client.force_login(admin)
+    body = client.get(reverse("event-dashboard", args=[event.pk])).content.decode()
+    table = body.split('id="gates"')[1].split("</table>")[0]
+    assert table.count("<tr>") == 6  # the header and five gates
+    assert "<td>South door</td><td>Anan Gate</td><td>Staff check-in page</td>" in table
 
 
 @pytest.fixture
@@ -148,7 +222,11 @@ def test_dashboard_in_chromium(admin_server, organizer):
             browser.close()
 
     assert types == [["บัตรยืน Standing", "5", "4"], ["VIP", "3", "2"]]
-    assert gates == [["North gate scanner", "application", "4"], ["Somchai Gate", "user", "2"]]
+    assert gates == [
+        ["—", "—", "North gate scanner", "3"],
+        ["—", "Somchai Gate", "—", "2"],
+        ["—", "Somchai Gate", "North gate scanner", "1"],
+    ]
     assert totals == ("9", "6")
     assert heights[0] == pytest.approx(3 * heights[1], abs=0.05)
     assert heights[2] == pytest.approx(2 * heights[1], abs=0.05)

@@ -21,6 +21,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
+from tickets.services.exporting import XLSX_CONTENT_TYPE
 
 
 @pytest.fixture
@@ -279,3 +280,25 @@ def test_manager_deletes_an_event_without_tickets_but_not_one_with_tickets(
     assert not Event.objects.filter(pk=empty.pk).exists()
     assert protected.status_code == 200  # "cannot delete: protected related objects"
     assert Event.objects.filter(pk=world_a.event.pk).exists()
+
+
+@pytest.mark.django_db
+def test_event_page_links_the_xlsx_exports_beside_the_csv_ones(admin_client_a, world_a):
+    event = world_a.event
+    page = admin_client_a.get(reverse("admin:events_event_change", args=[event.pk]))
+
+    links = {label: url for url, label in page.context["event_links"]}
+    tickets = reverse("admin:tickets_ticket_export") + f"?event_id={event.pk}"
+    orders = reverse("admin:tickets_order_export") + f"?event_id={event.pk}"
+    assert list(links)[1:5] == [
+        "Export tickets (CSV)",
+        "Export tickets (Excel)",
+        "Export orders (CSV)",
+        "Export orders (Excel)",
+    ]
+    assert links["Export tickets (Excel)"] == tickets + "&format=xlsx"
+    assert links["Export orders (Excel)"] == orders + "&format=xlsx"
+    html = page.content.decode()
+    assert f'<a href="{tickets}&amp;format=xlsx">Export tickets (Excel)</a>' in html
+    workbook = admin_client_a.get(links["Export tickets (Excel)"])
+    assert workbook["Content-Type"] == XLSX_CONTENT_TYPE

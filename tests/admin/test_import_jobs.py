@@ -24,8 +24,8 @@ from tickets.models import ImportUpload, Ticket
 
 ROWS = 50_000
 # How long the test waits for a job before it fails: a hung job, not a speed target (the speed
-# is bench/import_tickets.py's; tests/operators/test_import_batches.py pins the queries per
-# batch). The time is printed.
+# was measured by bench/import_tickets.py, in git history; tests/operators/test_import_batches.py
+# pins the queries per batch). The time is printed.
 WAIT_SECONDS = 900
 # A bound that a regression (the file or its tickets held whole) would pass by far.
 MAX_PEAK_MIB = 400

@@ -24,7 +24,7 @@ from tickets.admin import imports
 from tickets.models import ImportUpload, Ticket
 from tickets.services import import_upload
 from tickets.services.import_jobs import INLINE_ROWS
-from tickets.services.import_upload import tickets_import_text
+from tickets.services.import_upload import tickets_import_file
 
 HEADER = "firstname,lastname,email,phone,ticket_type,external_id\n"
 REFUSED = "This preview has expired or is not yours: upload the file again."
@@ -215,8 +215,8 @@ def test_import_refuses_a_file_over_the_limit_before_reading_it(
     def not_read(*args, **kwargs):
         raise AssertionError("an oversized file was read")
 
-    monkeypatch.setattr(imports, "upload_decoded", not_read)
-    monkeypatch.setattr(imports, "tickets_import_text", not_read)
+    monkeypatch.setattr(imports, "upload_rows", not_read)
+    monkeypatch.setattr(imports, "tickets_import_file", not_read)
     text = HEADER + "Somchai,Jaidee,somchai@example.com,0812345678,A Regular,crm-1\n"
     text += "x" * (1001 - len(text.encode()))
 
@@ -226,7 +226,7 @@ def test_import_refuses_a_file_over_the_limit_before_reading_it(
     assert response.context["form"].errors == {
         "file": [
             "The file is 1001\xa0bytes; this page takes files up to 1000\xa0bytes. "
-            "Import a larger file with manage.py import_tickets."
+            "Split it into smaller files and import each."
         ]
     }
     assert not ImportUpload.objects.exists()
@@ -292,8 +292,13 @@ def test_import_preview_sees_earlier_batches_as_the_import_does(admin_a, world_a
     )
 
     def outcomes(dry_run):
-        report = tickets_import_text(
-            event=world_a.event, text=text, user=admin_a, notify=False, dry_run=dry_run
+        report = tickets_import_file(
+            event=world_a.event,
+            data=text.encode(),
+            file_format="csv",
+            user=admin_a,
+            notify=False,
+            dry_run=dry_run,
         )
         return [(o.line, o.status, o.reason) for o in report.outcomes]
 

@@ -229,7 +229,7 @@ def test_order_form_refuses_a_control_character_in_a_buyer_name(admin_client_a, 
 
     assert response.status_code == 200
     assert response.context["adminform"].form.errors == {
-        field: ["Must not contain control characters or line breaks."]
+        field: ["Must not contain control, invisible or text-direction characters, or line breaks."]
     }
     world_a.order.refresh_from_db()
     assert getattr(world_a.order, field) == before

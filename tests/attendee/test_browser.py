@@ -10,7 +10,7 @@ from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 from tickets.links import ticket_page_path
 from tickets.notifications import ticket_email_send
 
-from .helpers import qr_decode, ticket_songkran
+from .helpers import qr_signed_references, ticket_songkran
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -69,7 +69,7 @@ def test_ticket_page_on_a_phone_shows_a_scannable_qr_without_scripts(site, organ
     assert box["x"] + box["width"] <= PHONE["width"]
     assert box["y"] + box["height"] <= PHONE["height"]
     assert natural_width > 0
-    assert qr_decode(qr_pixels) == ["ABCD2345"]
+    assert qr_signed_references(qr_pixels) == ["ABCD2345"]
     assert (code_text, code_visible) == ("ABCD2345", True)
     # The inline stylesheet applied (the policy allows it by hash), nothing was refused.
     assert max_width == "480px"
@@ -146,6 +146,6 @@ def test_email_html_shows_its_inline_qr_image(organizer):
         page.screenshot(path=str(OUTPUT / "ticket_email.png"), full_page=True)
         pixels = image.screenshot()
 
-    assert natural_width == 290
+    assert natural_width >= 290  # the PNG: 10 px a module (a signed code has more modules)
     assert width == 240
-    assert qr_decode(pixels) == ["ABCD2345"]
+    assert qr_signed_references(pixels) == ["ABCD2345"]

@@ -12,12 +12,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from PIL import Image
 
+from events.models import Event
 from tickets.links import ticket_page_path, ticket_page_url
 from tickets.models import Ticket
 from tickets.page_views import CONTENT_SECURITY_POLICY
+from tickets.qr import qr_etag
 from tickets.services.pages import ticket_page_token_regenerate
+from tickets.signed_codes import ticket_qr_data
 
-from .helpers import qr_decode, qr_read, ticket_songkran
+from .helpers import qr_read, qr_signed_references, signed_reference, ticket_songkran
 
 pytestmark = pytest.mark.django_db
 
@@ -55,7 +58,7 @@ def test_page_shows_the_ticket(client, ticket):
     assert '<dd id="organizer">Bangkok Live</dd>' in html
     assert "<dd>Asia/Bangkok</dd>" in html
     assert 'id="state">Valid: show this code at the entrance.</p>' in html
-    assert f'<img class="qr" id="qr" src="/t/{ticket.page_token}/qr.svg"' in html
+    assert f'<img class="qr" id="qr" src="/t/{ticket.page_token}/qr.svg?v=' in html
 
 
 def test_page_headers_keep_it_private_and_self_contained(client, ticket):
@@ -74,7 +77,7 @@ def test_page_headers_keep_it_private_and_self_contained(client, ticket):
     assert re.findall(r'(?:src|href)="([^"]*)"', html) == [
         "?lang=en",
         "?lang=th",
-        f"/t/{ticket.page_token}/qr.svg",
+        f"/t/{ticket.page_token}/qr.svg?v={qr_etag(ticket_qr_data(ticket))[1:17]}",
         f"/t/{ticket.page_token}/ticket.pdf?lang=en",
         f"/t/{ticket.page_token}/ticket.ics",
     ]
@@ -215,7 +218,7 @@ def test_qr_png_encodes_the_reference_code(client, ticket):
     assert response.status_code == 200
     assert response["Content-Type"] == "image/png"
     results = qr_read(response.content)
-    assert [r.text for r in results] == ["ABCD2345"]
+    assert [signed_reference(r.text) for r in results] == ["ABCD2345"]
     assert results[0].ec_level in ("M", "Q", "H")  # M or better
     # The quiet zone: 4 white modules (10 px each) all round the symbol.
     image = Image.open(io.BytesIO(response.content)).convert("L")
@@ -231,6 +234,7 @@ def test_qr_png_encodes_the_reference_code(client, ticket):
 
 
 def test_qr_svg_is_a_scalable_image_of_the_code(client, ticket):
+    Event.objects.filter(pk=ticket.event_id).update(signed_codes=False)  # the code alone
     response = client.get(f"{ticket_page_path(ticket)}/qr.svg")
 
     assert response.status_code == 200
@@ -243,7 +247,7 @@ def test_qr_svg_is_a_scalable_image_of_the_code(client, ticket):
 def test_qr_decodes_for_long_imported_codes(client, organizer):
     ticket = ticket_songkran(organizer, reference_code="PARTNER-2026-0000000000000001")
     response = client.get(f"{ticket_page_path(ticket)}/qr.png")
-    assert qr_decode(response.content) == ["PARTNER-2026-0000000000000001"]
+    assert qr_signed_references(response.content) == ["PARTNER-2026-0000000000000001"]
 
 
 @pytest.mark.parametrize("image", ["qr.png", "qr.svg"])

@@ -14,7 +14,7 @@ from tickets.models import Ticket
 from tickets.notifications import ticket_email_send
 from tickets.pdf import tickets_pdf
 
-from .helpers import qr_decode, ticket_songkran
+from .helpers import qr_signed_references, ticket_songkran
 
 THAI_NAME = ("สมศักดิ์", "ใจดี")
 
@@ -76,7 +76,7 @@ def test_pdf_holds_the_whole_ticket_on_one_page(client, thai_ticket):
     # The shipped Thai font, embedded (subset), not whatever the machine has.
     fonts = subprocess.run(["pdffonts", "-"], input=pdf, capture_output=True, check=True)
     assert b"Ticket-Thai" in fonts.stdout
-    assert qr_decode(_png(pdf)) == ["ABCD2345"]
+    assert qr_signed_references(_png(pdf)) == ["ABCD2345"]
 
 
 @pytest.mark.django_db
@@ -93,7 +93,7 @@ def test_pdf_has_one_page_per_ticket(organizer):
         _poppler("pdftoppm", "-png", "-r", "120", "-f", str(n), "-singlefile", "-", pdf=pdf)
         for n in (1, 2)
     ]
-    assert [qr_decode(page) for page in pages] == [["ABCD2345"], ["WXYZ6789"]]
+    assert [qr_signed_references(page) for page in pages] == [["ABCD2345"], ["WXYZ6789"]]
 
 
 @pytest.mark.django_db
@@ -128,7 +128,7 @@ def test_email_attaches_the_pdf_in_the_organizers_first_language(thai_ticket):
     pdf = part.get_content()
     assert "".join(THAI_NAME) in _text(pdf)
     assert "ประเภทบัตร" in _text(pdf)  # Thai labels: the organizer's emails are Thai first
-    assert qr_decode(_png(pdf)) == ["ABCD2345"]
+    assert qr_signed_references(_png(pdf)) == ["ABCD2345"]
 
 
 @pytest.fixture
@@ -167,4 +167,4 @@ def test_pdf_from_the_ticket_page_shows_the_thai_name_and_a_scannable_qr(site, t
     assert label == "บัตรแบบ PDF"
     assert response.headers["content-type"] == "application/pdf"
     assert "".join(THAI_NAME) in _text(pdf)
-    assert qr_decode(shot) == ["ABCD2345"]
+    assert qr_signed_references(shot) == ["ABCD2345"]

@@ -19,7 +19,7 @@ from cryptography.x509.oid import NameOID
 from tickets.links import ticket_page_path
 from tickets.models import Ticket
 
-from .helpers import ticket_songkran
+from .helpers import signed_reference, ticket_songkran
 
 pytestmark = pytest.mark.django_db
 
@@ -115,7 +115,8 @@ def test_pass_archive_manifest_and_signature_verify(client, organizer, pass_cert
     assert data["serialNumber"] == f"ticket-{ticket.pk}"
     assert data["organizationName"] == "Bangkok Live"
     assert data["barcodes"][0]["format"] == "PKBarcodeFormatQR"
-    assert data["barcodes"][0]["message"] == "ABCD2345"
+    assert signed_reference(data["barcodes"][0]["message"]) == "ABCD2345"
+    assert data["barcodes"][0]["altText"] == "ABCD2345"  # the printed code
     assert data["relevantDate"] == "2026-12-24T12:00:00+00:00"
     fields = data["eventTicket"]
     assert fields["primaryFields"][0]["value"] == "Songkran Beats"

@@ -23,6 +23,8 @@ MOVING_MIGRATIONS = [
     ("tickets", "0016_check_in_models_moved_to_checkin"),
     ("checkin", "0002_content_types"),
 ]
+# Where the move ends: later migrations of these apps change the tables for reasons of their own.
+AFTER_THE_MOVE = [("tickets", "0016_check_in_models_moved_to_checkin"), MOVING_MIGRATIONS[-1]]
 content_types_migration = importlib.import_module("checkin.migrations.0002_content_types")
 
 
@@ -61,15 +63,16 @@ def test_the_models_keep_their_tables():
 @pytest.mark.django_db(transaction=True)
 def test_migrating_across_the_move_changes_no_table_and_keeps_the_content_types():
     moved = {m._meta.model_name: ContentType.objects.get_for_model(m).id for m in MOVED}
-    current = _schema()
-    assert set(current) == set(TABLES)
     leaves = MigrationExecutor(connection).loader.graph.leaf_nodes()
     try:
+        _migrate(AFTER_THE_MOVE)
+        current = _schema()
+        assert set(current) == set(TABLES)
         _migrate(BEFORE_THE_MOVE)
         assert _schema() == current
         assert _content_type_ids("tickets") == moved
         assert _content_type_ids("checkin") == {}
-        _migrate(leaves)
+        _migrate(AFTER_THE_MOVE)
         assert _schema() == current
         assert _content_type_ids("checkin") == moved
         assert _content_type_ids("tickets") == {}

@@ -6,8 +6,9 @@ import copy
 import pytest
 from rest_framework import serializers
 
+from checkin.inputs import ScanCheckInInputSerializer
 from ticketing.api.fields import IdListField, Int32Field, StrictCharField
-from tickets.inputs import ScanCheckInInputSerializer
+from tickets.signed_codes import SIGNED_CODE_MAX_LENGTH
 
 
 class _Declared(serializers.Serializer):
@@ -58,4 +59,4 @@ def test_a_bound_field_is_copied_by_drf():
     bound = ScanCheckInInputSerializer(data={}).fields["reference_code"]
     copied = copy.deepcopy(bound)
     assert copied.parent is None and copied.field_name is None  # built anew from its arguments
-    assert copied.max_length == 64
+    assert copied.max_length == SIGNED_CODE_MAX_LENGTH  # a printed code, or a QR's signed code

@@ -109,6 +109,27 @@ def test_one_address_may_still_fail_for_one_user_only_so_often(member):
     assert _sign_in("/oauth/login/", "staff", "password", HONEST)[1].status_code == 302
 
 
+# One account, as the sign-in form reads it (NFKC, then case-folded by the count).
+SPELLINGS_OF_STAFF = [
+    "ｓｔａｆｆ", "𝐬taff", "s𝐭aff", "st𝐚ff", "sta𝐟f", "staf𝐟",
+    "ＳＴＡＦＦ", "ſtaff", "𝒔𝒕𝒂𝒇𝒇", "Staff", "sｔaff", "stａff",
+]  # fmt: skip
+
+
+def test_unicode_spellings_of_a_username_count_as_that_username(member):
+    wait_for_fresh_window(ATTACKER, period=15 * 60)
+    client, signed_in = _sign_in("/oauth/login/", "ｓｔａｆｆ", "password", HONEST)
+    assert signed_in.status_code == 302  # the form signs this spelling in as `staff`
+    assert client.session["_auth_user_id"] == str(member.pk)
+
+    statuses = [
+        _sign_in("/oauth/login/", spelling, "guess", ATTACKER)[1].status_code
+        for spelling in SPELLINGS_OF_STAFF
+    ]
+    assert statuses == [200] * 10 + [429] * 2
+    assert _sign_in("/oauth/login/", "staff", "password", ATTACKER)[1].status_code == 429
+
+
 @override_settings(USERNAME_FAILURE_RATE_LIMIT="3/m")
 def test_failures_for_a_user_from_many_addresses_bring_only_a_short_backoff(member):
     wait_for_fresh_window("user:staff")

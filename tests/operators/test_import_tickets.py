@@ -11,7 +11,7 @@ from events.models import TicketType
 from tests.factories import EventFactory, TicketTypeFactory
 from tests.task_support import run_due_tasks
 from tickets.models import Ticket
-from tickets.services.import_upload import tickets_import_text
+from tickets.services.import_upload import tickets_import_file
 
 HEADER = "firstname,lastname,email,phone,ticket_type,external_id,reference_code\n"
 
@@ -357,7 +357,8 @@ def test_utf16_file_with_crlf_and_quoted_newline(tmp_path, event, regular):
 
     assert error == "1 row rejected (listed above with their line numbers)."
     assert out.splitlines()[0] == (
-        "line 2: lastname: Must not contain control characters or line breaks."
+        "line 2: lastname: Must not contain control, invisible or text-direction characters,"
+        " or line breaks."
     )
     assert Ticket.objects.get().lastname == "Çelik"
 
@@ -380,7 +381,7 @@ def test_control_characters_in_names_are_refused_by_line_and_field(tmp_path, eve
 
     out, _, error = _run(event, path)
 
-    refused = "Must not contain control characters or line breaks."
+    refused = "Must not contain control, invisible or text-direction characters, or line breaks."
     assert error == "6 rows rejected (listed above with their line numbers)."
     assert out.splitlines()[:6] == [
         f"line 2: firstname: {refused}",
@@ -454,12 +455,24 @@ def test_the_admin_import_refuses_control_characters_by_line_and_field(
         + "Ok,Three,ok3@example.com,0812345678,Regular,,\n"  # line 5
     )
 
-    report = tickets_import_text(event=event, text=text, user=member, notify=False, dry_run=dry_run)
+    report = tickets_import_file(
+        event=event,
+        data=text.encode(),
+        file_format="csv",
+        user=member,
+        notify=False,
+        dry_run=dry_run,
+    )
 
     assert (report.created, report.existing, report.rejected) == (2, 0, 1)
     assert [(o.line, o.status, o.reason) for o in report.outcomes] == [
         (2, "created", ""),
-        (3, "rejected", "firstname: Must not contain control characters or line breaks."),
+        (
+            3,
+            "rejected",
+            "firstname: Must not contain control, invisible or text-direction characters,"
+            " or line breaks.",
+        ),
         (5, "created", ""),
     ]
     saved = [] if dry_run else ["ok1@example.com", "ok3@example.com"]

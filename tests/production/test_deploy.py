@@ -75,10 +75,37 @@ def test_check_deploy_refuses_ticket_links_to_the_bind_address():
     )
 
 
-def test_plain_check_passes_without_site_url():
-    """A deployment check: `make serve`'s plain `check` lets a trial run over plain HTTP."""
-    result = _manage("check", env=_production_env(SITE_URL=None))
+def test_plain_check_passes_a_loopback_site_url():
+    """`make serve`'s trial on this machine: its plain-HTTP links reach only this machine."""
+    result = _manage("check", env=_production_env(SITE_URL=None, HOST="127.0.0.1"))
     assert result.returncode == 0, result.stderr
+
+
+_REFUSED_SITE = "(ticketing.E002) SITE_URL is 'http://tickets.example.com' with DEBUG off"
+
+
+def test_a_worker_refuses_to_start_without_an_https_site_url():
+    env = _production_env(SITE_URL="http://tickets.example.com")
+    result = _manage("run_worker", "--no-reload", "--queue-name", "email", env=env)
+    assert result.returncode != 0
+    assert _REFUSED_SITE in result.stderr
+
+
+def test_gunicorn_refuses_to_start_without_an_https_site_url():
+    """The Procfile's and serve.sh's web process: it exits before binding, answering nothing."""
+    port = free_port()
+    env = _production_env(SITE_URL="http://tickets.example.com", PORT=str(port))
+    result = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert f"gunicorn: ?: {_REFUSED_SITE}" in result.stderr
+    assert "Booting worker" not in result.stdout + result.stderr
 
 
 @pytest.mark.parametrize(
@@ -91,12 +118,16 @@ def test_plain_check_passes_without_site_url():
         ("https://tickets.example.com", False, False),
         ("https://tickets.example.com/box-office", False, False),
         ("http://127.0.0.1:8000", True, False),  # development
+        ("http://127.0.0.1:8000", False, False),  # a trial on this machine (`make serve`)
+        ("http://localhost:8000", False, False),
+        ("http://[::1]:8000", False, False),
+        ("http://127.0.0.1.example.com", False, True),
     ],
 )
 def test_site_url_check(settings, site_url, debug, refused):
     settings.SITE_URL, settings.DEBUG = site_url, debug
     settings.SILENCED_SYSTEM_CHECKS = []
-    errors = [e for e in run_checks(include_deployment_checks=True) if e.id == "ticketing.E002"]
+    errors = [e for e in run_checks() if e.id == "ticketing.E002"]  # every process's checks
     if not refused:
         assert errors == []
         return
@@ -110,12 +141,6 @@ def test_site_url_check(settings, site_url, debug, refused):
         "Set SITE_URL to the https:// address clients reach the service at, e.g. "
         "https://tickets.example.com."
     )
-
-
-def test_site_url_check_is_a_deployment_check(settings):
-    settings.SITE_URL, settings.DEBUG = "http://0.0.0.0:8000", False
-    settings.SILENCED_SYSTEM_CHECKS = []
-    assert [e for e in run_checks() if e.id == "ticketing.E002"] == []
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,7 @@ from rest_framework import serializers
 from rest_framework.test import APIRequestFactory
 
 from organizers.models import Membership
-from organizers.permissions import OrganizerReach
-from organizers.selectors import organizers_in_reach
+from organizers.reach import OrganizerReach, organizers_in_reach
 from organizers.serializers import OrganizerSerializer
 from tests.factories import MembershipFactory, OrganizerFactory, UserFactory
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from rest_framework import serializers
 
 from checkin.selectors_scanner import ScannerTicketRow
-from tickets.serializers import ScannerTicketSerializer
+from checkin.serializers import ScannerTicketSerializer
 
 
 def _row(**overrides) -> ScannerTicketRow:

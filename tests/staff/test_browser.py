@@ -78,6 +78,7 @@ def test_staff_scans_a_ticket_with_the_camera_and_undoes_it(site, organizer, tmp
             page.fill("#id_password", "gate-pass-123")
             page.click("button[type=submit]")
             page.wait_for_url(f"{site}/checkin/")
+            page.fill("#gate", "North door")
 
             page.select_option("#event", str(event.pk))
             result = page.locator("#result")
@@ -177,6 +178,7 @@ def test_staff_picks_the_check_in_type_of_a_multi_event(site, organizer, tmp_pat
             page.fill("#id_password", "gate-pass-123")
             page.click("button[type=submit]")
             page.wait_for_url(f"{site}/checkin/")
+            page.fill("#gate", "North door")
             expect(page.locator("#type-row")).to_be_hidden()
 
             page.select_option("#event", str(festival.pk))

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import time_machine
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -108,6 +109,7 @@ def test_page_offers_the_members_active_events_with_their_check_in_types(client,
         ("en", "5 Jan 2031 19:00", "en-GB-u-ca-gregory"),
     ],
 )
+@time_machine.travel(datetime(2030, 12, 20, tzinfo=UTC), tick=True)  # the event is to come
 def test_event_label_and_times_follow_the_pages_language_and_calendar(
     client, organizer, language, label, locale
 ):

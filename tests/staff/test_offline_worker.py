@@ -23,7 +23,9 @@ def test_offline_worker_is_served_from_the_page_scope_as_javascript():
     body = response.content.decode()
     assert 'var PAGE = "/checkin/";' in body
     assert (
-        'var ASSETS = ["/static/checkin_page/checkin.css", "/static/checkin_page/checkin.js", '
+        'var ASSETS = ["/static/checkin_page/checkin.css", "/static/checkin_page/offline_copy.js", '
+        '"/static/checkin_page/signed_codes.js", "/static/checkin_page/checkin.js", '
+        '"/static/checkin_page/device.js", '
         '"/static/checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.js", '
         '"/static/checkin_page/vendor/zxing-wasm-3.1.4/zxing_reader.wasm"];' in body
     )

@@ -7,18 +7,49 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 import psycopg
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WAIT = 60  # seconds any condition may take before a test fails
-PORTS = {"TOPOLOGY_PORT": 18080, "APP_PORT": 18000, "PGBOUNCER_PORT": 16432, "REPLICA_PORT": 15433}
+
+
+_taken: set[int] = set()
+
+
+def _free_port(*hosts: str) -> int:
+    """A port nothing listens on at any of `hosts` now (the kernel's pick for the first), and
+    not picked before in this process."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((hosts[0], 0))
+            port = probe.getsockname()[1]
+        try:
+            for host in hosts[1:]:
+                with socket.socket() as other:
+                    other.bind((host, port))
+        except OSError:
+            continue
+        if port not in _taken:
+            _taken.add(port)
+            return port
+
+
+# Picked per run, so a stack of `make topology-check` or of another checkout can run beside it.
+PORTS = {
+    "TOPOLOGY_PORT": _free_port("127.0.0.1"),
+    "APP_PORT": _free_port("127.0.0.11", "127.0.0.12"),
+    "PGBOUNCER_PORT": _free_port("127.0.0.1"),
+    "REPLICA_PORT": _free_port("127.0.0.1"),
+}
 
 
 @dataclass
@@ -29,7 +60,7 @@ class Reply:
 
 
 class Stack:
-    def __init__(self, database: str, redis_url: str):
+    def __init__(self, database: str, redis_url: str, *, replica: bool = True):
         self.dir = Path(tempfile.mkdtemp(prefix="ticketing-topology-test-"))
         self.dir.chmod(0o755)  # the replica and PgBouncer run as the postgres user
         self.database = database
@@ -47,6 +78,7 @@ class Stack:
             "API_RATE_LIMIT": "1000000/m",
             "WEB_CONCURRENCY": "2",
             "LOG_LEVEL": "WARNING",
+            "TOPOLOGY_REPLICA": "streaming" if replica else "none",
         }
         self.hosts = [("127.0.0.11", PORTS["APP_PORT"]), ("127.0.0.12", PORTS["APP_PORT"])]
         self.balancer = ("127.0.0.1", PORTS["TOPOLOGY_PORT"])
@@ -74,6 +106,19 @@ class Stack:
             response = conn.getresponse()
             raw = response.read()
             return Reply(response.status, response.getheader("X-Database-Route"), json.loads(raw))
+        finally:
+            conn.close()
+
+    def post_form(self, path, form: dict, *, source: str, headers=None) -> int:
+        """POST a form through the balancer from `source`, as a client on a host of its own
+        (Linux's loopback takes any 127/8 address as a connection's source); the status."""
+        conn = http.client.HTTPConnection(*self.balancer, timeout=30, source_address=(source, 0))
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **(headers or {})}
+        try:
+            conn.request("POST", path, body=urlencode(form), headers=headers)
+            response = conn.getresponse()
+            response.read()
+            return response.status
         finally:
             conn.close()
 

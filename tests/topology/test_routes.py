@@ -52,6 +52,7 @@ EXPECTED = {
     "checkin_page:page": "primary",
     "checkin_page:token": "primary",
     "checkin_page:worker": "primary",
+    "checkin_page:manifest": "primary",
     "checkin_page:last_check_in": "primary",
 }
 

@@ -46,11 +46,14 @@ class Receiver:
 
     `unique` keeps the first request of each `webhook-id`, as a receiver that deduplicates.
     Clearing `answering` holds every answer (the request is recorded) until it is set again.
+    `in_flight` counts the requests received and not yet answered; `most_in_flight`, the most
+    there were at once.
     """
 
     def __init__(self):
         self.requests: list[dict] = []
         self.statuses: list[int] = []
+        self.in_flight = self.most_in_flight = 0
         self.lock = threading.Lock()
         self.answering = threading.Event()
         self.answering.set()
@@ -67,7 +70,11 @@ class Receiver:
                         {"headers": dict(self.headers), "body": body.decode(), "path": self.path}
                     )
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    receiver.in_flight += 1
+                    receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight)
                 receiver.answering.wait(timeout=60)
+                with receiver.lock:
+                    receiver.in_flight -= 1
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -158,7 +165,8 @@ class Workers:
         self.processes: list[subprocess.Popen] = []
         self.log = tmp_path / "worker.log"
 
-    def start(self, worker_id: str = "worker-1") -> subprocess.Popen:
+    def start(self, worker_id: str = "worker-1", *, threads: int | None = None) -> subprocess.Popen:
+        """A worker; with `threads`, running that many tasks at once (`run_worker --threads`)."""
         with open(self.log, "ab") as out:
             process = subprocess.Popen(
                 [
@@ -171,6 +179,7 @@ class Workers:
                     "0.1",
                     "--worker-id",
                     worker_id,
+                    *(["--threads", str(threads)] if threads else []),
                 ],
                 cwd=settings.BASE_DIR,
                 env={**self.env, "TASK_LEASE_SECONDS": str(self.lease_seconds)},
@@ -217,3 +226,34 @@ def endpoint_for(receiver: Receiver, organizer, event_types=("*",)):
     return webhook_endpoint_create(
         organizer_id=organizer.id, url=receiver.url, event_types=list(event_types)
     )
+
+
+@contextmanager
+def lanes_held_elsewhere(organizer_id: int, release: threading.Event | None = None):
+    """The organizer's lanes held by another thread (its own database connection), as by
+    another worker's tasks, until `release` is set (by the test, or on leaving); yields how
+    many it took."""
+    from django.db import connection
+
+    from webhooks import delivering
+    from webhooks.statements import organizer_slots
+
+    taken, release = [], release or threading.Event()
+    lanes = delivering.lanes()[0]
+
+    def hold():
+        try:
+            with organizer_slots(organizer_id=organizer_id, want=lanes, cap=lanes) as n:
+                taken.append(n)
+                release.wait(timeout=60)
+        finally:
+            connection.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    wait_for(lambda: taken, timeout=10, what="the lanes taken")
+    try:
+        yield taken[0]
+    finally:
+        release.set()
+        holder.join()

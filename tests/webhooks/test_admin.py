@@ -71,7 +71,7 @@ def test_redeliver_queues_the_same_event_again(organizer, delivered):
         follow=True,
     )
 
-    assert "1 deliveries queued again." in response.content.decode()
+    assert "1 delivery queued again." in response.content.decode()
     delivered.refresh_from_db()
     assert (delivered.status, delivered.event_id) == ("pending", delivered.event_id)
     task = DBTaskResult.objects.get()

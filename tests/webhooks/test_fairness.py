@@ -5,7 +5,6 @@ attempts in flight across the workers, whose threads serve the others meanwhile.
 
 import threading
 import time
-from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
@@ -26,10 +25,11 @@ from tests.support import TokenClient, mint_token
 from webhooks import admin, delivering
 from webhooks.delivering import webhook_delivery_attempt, webhook_events_dispatch
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from webhooks.outbox import webhook_outbox_relay
 from webhooks.services import webhook_endpoint_ping, webhook_event_record
-from webhooks.statements import organizer_slots
+from webhooks.statements import organizer_lanes_quiet_seconds
 
-from .helpers import Receiver, endpoint_for, wait_for
+from .helpers import Receiver, endpoint_for, lanes_held_elsewhere, wait_for
 
 PUBLIC_URL = "https://93.184.215.14/hooks"  # a public address: no DNS needed
 BACKED_OFF = "endpoint backed off: not sent"
@@ -283,6 +283,7 @@ def test_an_endpoint_that_never_answers_is_backed_off_after_three_timeouts(
     after = timezone.now()
 
     assert len(hanging.requests) == 3
+    assert WebhookEndpoint.objects.get(pk=endpoint.pk).answered_at is None  # no answer
     count, seconds, until = _breaker(endpoint)
     assert (count, seconds) == (3, 60)
     assert before + timedelta(seconds=60) <= until <= after + timedelta(seconds=60)
@@ -415,9 +416,9 @@ def test_a_ping_to_a_backed_off_endpoint_is_sent(organizer, receiver, settings):
 def test_a_batch_stops_posting_to_an_endpoint_that_has_timed_out_three_times(
     organizer, hanging, settings
 ):
-    """An endpoint's posts beyond the organizer's slots wait for a free one: once three of those
+    """An endpoint's posts beyond the task's lane wait for a place in it: once three of those
     sent have timed out, the rest are not sent."""
-    slots = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
+    slots = delivering.lanes()[1]
     endpoint, _ = endpoint_for(hanging, organizer)
     events = [d.event_id for d in _pending(endpoint, slots + 4)]
     WebhookDelivery.objects.all().delete()  # the dispatch creates them
@@ -466,56 +467,110 @@ def second_receiver():
     receiver.server.server_close()
 
 
-@contextmanager
-def _slots_held_elsewhere(organizer_id: int, cap: int):
-    """The organizer's slots held by another thread (its own database connection), as by
-    another worker's attempts; yields how many it took."""
-    taken, release = [], threading.Event()
-
-    def hold():
-        try:
-            with organizer_slots(organizer_id=organizer_id, want=cap, cap=cap) as n:
-                taken.append(n)
-                release.wait(timeout=30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold)
-    holder.start()
-    wait_for(lambda: taken, timeout=10, what="the slots taken")
-    try:
-        yield taken[0]
-    finally:
-        release.set()
-        holder.join()
+def _event(organizer, n: int = 1):
+    with transaction.atomic():
+        return webhook_event_record(
+            organizer_id=organizer.id, event_id=1, type="ticket.created", data={"n": n}
+        )
 
 
 @pytest.mark.django_db
-def test_an_organizer_with_its_slots_taken_sends_nothing_and_comes_back_later(
+def test_an_organizer_with_its_lanes_taken_sends_nothing_and_comes_back_first(
     organizer, receiver, settings
 ):
+    """Its work waited in line for a lane, then is queued again at the same priority, for a
+    time: due then, it goes before every task queued since without one (newer events)."""
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
     endpoint_for(receiver, organizer)
-    with transaction.atomic():
-        event = webhook_event_record(
-            organizer_id=organizer.id, event_id=1, type="ticket.created", data={}
-        )
-    cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
+    event = _event(organizer)
+    webhook_outbox_relay()  # its dispatch, queued without a time
     before = timezone.now()
 
-    with _slots_held_elsewhere(organizer.id, cap) as taken:
-        webhook_events_dispatch(event_ids=[event.pk])
+    with lanes_held_elsewhere(organizer.id) as taken:
+        assert len(_run_in_queue_order()) == 1
+    newer = _event(organizer, 2)
+    webhook_outbox_relay()
 
-    assert taken == cap and receiver.requests == []
-    [later] = DBTaskResult.objects.filter(task_path=DISPATCH_TASK)
-    assert later.args_kwargs["args"] == [[event.pk]]
+    assert taken == delivering.lanes()[0] == 4 and receiver.requests == []
+    ready = DBTaskResult.objects.filter(task_path=DISPATCH_TASK, status="READY")
+    later, new = ready.order_by("enqueued_at")
+    assert (later.args_kwargs["args"], new.args_kwargs["args"]) == ([[event.pk]], [[newer.pk]])
     wait = (later.run_after - before).total_seconds()
-    # Its endpoint answers: waited for a slot half a second, then again in a moment.
-    assert delivering.SLOT_WAIT_SECONDS + 0.25 <= wait <= delivering.SLOT_WAIT_SECONDS + 1
-    assert later.priority == delivering.WAITING_PRIORITY  # behind other organizers' tasks
-    assert WebhookDelivery.objects.get().attempt_count == 0  # sent by that task
-    webhook_events_dispatch(event_ids=[event.pk])  # the slots free again
-    assert receiver.ids() == {event.pk: 1}
+    # Its endpoint answers: waited in line half a second, then again in half a second.
+    assert 2 * delivering.SLOT_WAIT_SECONDS <= wait <= 2 * delivering.SLOT_WAIT_SECONDS + 1
+    assert later.priority == new.priority == 0
+    assert not WebhookDelivery.objects.exists()  # made by the task that sends them
+    wait_for(lambda: timezone.now() >= later.run_after, timeout=5, what="its time")
+    assert _run_in_queue_order() == [later.pk, new.pk]
+    assert list(receiver.ids()) == [event.pk, newer.pk]
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+@pytest.mark.parametrize("answered_lately", [False, True])
+def test_lanes_held_quiet_by_receivers_that_never_answered_send_lane_less_work_back_later(
+    organizer, receiver, settings, monkeypatch, answered_lately
+):
+    """Every lane's holder has waited on its receivers for longer than LANES_HUNG_SECONDS and
+    none of the organizer's endpoints answered lately (its attempts hang, none has timed out
+    yet): work that finds no lane comes back about when one of them times out, not every half
+    second, so an organizer whose receivers hang does not fill the queue ahead of the others'
+    new work. An endpoint that answered lately keeps the half second: its lanes are busy (a
+    batch on a busy machine takes seconds), not hung."""
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    monkeypatch.setattr(delivering, "LANES_HUNG_SECONDS", 0.3)
+    endpoint, _ = endpoint_for(receiver, organizer)
+    if answered_lately:
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(answered_at=timezone.now())
+    _event(organizer)
+    webhook_outbox_relay()
+    lanes = delivering.lanes()[0]
+
+    free = organizer_lanes_quiet_seconds(organizer_id=organizer.id, cap=lanes)
+    with lanes_held_elsewhere(organizer.id):
+        wait_for(
+            lambda: organizer_lanes_quiet_seconds(organizer_id=organizer.id, cap=lanes) >= 0.3,
+            timeout=5,
+            what="the holders quiet",
+        )
+        before = timezone.now()
+        assert len(_run_in_queue_order()) == 1
+
+    assert free == 0.0  # no lane held
+    [later] = DBTaskResult.objects.filter(task_path=DISPATCH_TASK, status="READY")
+    wait = (later.run_after - before).total_seconds()
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
+    if answered_lately:  # half a second in line, half a second more
+        assert 2 * delivering.SLOT_WAIT_SECONDS <= wait <= 2 * delivering.SLOT_WAIT_SECONDS + 1
+    else:  # half a second in line, then half a timeout, jittered
+        assert timeout / 4 <= wait <= timeout * 3 / 4 + 1
+    assert receiver.requests == []
+
+
+@pytest.mark.django_db
+def test_an_answer_stamps_its_endpoint(organizer, receiver, settings):
+    settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
+    answering, _ = endpoint_for(receiver, organizer)
+    _event(organizer)
+    before = timezone.now()
+    webhook_outbox_relay()
+    _run_in_queue_order()
+
+    answering.refresh_from_db()
+    assert receiver.requests and answering.answered_at >= before
+
+
+def _run_in_queue_order() -> list:
+    """Run the webhooks tasks due, one at a time, each picked as a worker picks it (the
+    queue's order: priority, then the time it was queued for, then when); their ids."""
+    ran = []
+    due = DBTaskResult.objects.ready().filter(queue_name="webhooks")
+    while (result := due.first()) is not None:
+        result.claim("test")
+        result.task.call(*result.task_result.args, **result.task_result.kwargs)
+        result.set_successful(None)
+        ran.append(result.pk)
+    return ran
 
 
 def test_a_hanging_organizer_does_not_hold_up_anothers_first_attempt(
@@ -524,7 +579,7 @@ def test_a_hanging_organizer_does_not_hold_up_anothers_first_attempt(
     """Organizer B: 5 endpoints that accept and never answer (as long as a 30 s timeout lets
     them), 25 pings and 20 events queued. Organizer A's event, recorded while B's attempts hang,
     reaches A's receiver within the 5 s CONTRACT §13 allows (the relay's poll and a task's
-    claim), and B never has more attempts in flight than its slots."""
+    claim), and B never has more attempts in flight than its cap."""
     settings.WEBHOOK_ALLOW_PRIVATE_URLS = True
     hanging, answering = second_receiver, receiver
     hanging.answering.clear()
@@ -540,8 +595,9 @@ def test_a_hanging_organizer_does_not_hold_up_anothers_first_attempt(
             )
     workers.env["WEBHOOK_TIMEOUT_SECONDS"] = "30"
     workers.start()
-    cap = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER
-    wait_for(lambda: len(hanging.requests) >= cap, timeout=30, what="B's slots", log=workers.log)
+    cap, lanes = settings.WEBHOOK_IN_FLIGHT_PER_ORGANIZER, delivering.lanes()[0]
+    # Each of B's lanes holds a task, and a thread, whose attempts hang.
+    wait_for(lambda: len(hanging.requests) >= lanes, timeout=30, what="B's lanes", log=workers.log)
 
     with transaction.atomic():
         sent = webhook_event_record(
@@ -553,5 +609,6 @@ def test_a_hanging_organizer_does_not_hold_up_anothers_first_attempt(
 
     assert answering.ids() == {sent.pk: 1}
     assert latency < 5
-    assert len(hanging.requests) == cap  # B's others wait for its slots, none went out
-    print(f"\nA's first attempt {latency:.2f} s after its commit; B in flight: {cap}")
+    in_flight = len(hanging.requests)  # none of B's has been answered
+    assert lanes <= in_flight <= cap  # B's others wait for its lanes
+    print(f"\nA's first attempt {latency:.2f} s after its commit; B in flight: {in_flight}")

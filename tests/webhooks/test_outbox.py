@@ -15,6 +15,7 @@ from tests.factories import OrganizerFactory
 from webhooks import outbox, tasks
 from webhooks.models import WebhookEvent
 from webhooks.pruning import webhook_events_prune
+from webhooks.queueing import QUEUE
 from webhooks.services import webhook_endpoint_create, webhook_event_record
 
 pytestmark = pytest.mark.usefixtures("private_urls_allowed")
@@ -87,8 +88,7 @@ def test_a_relay_that_fails_leaves_its_events_in_the_outbox(monkeypatch):
             raise ConnectionError("the database went away")
         return enqueue(event_ids)
 
-    stub = SimpleNamespace(webhook_events_dispatch=SimpleNamespace(enqueue=enqueue_then_fail))
-    monkeypatch.setattr(outbox, "tasks", stub)
+    monkeypatch.setattr(QUEUE, "events_dispatch", SimpleNamespace(enqueue=enqueue_then_fail))
     with pytest.raises(ConnectionError):
         outbox.webhook_outbox_relay()
 

@@ -57,6 +57,9 @@ def _resolving(monkeypatch, addresses: dict[str, list[str]]):
         ("https://[::1]/hooks", "it points at a loopback address"),
         ("https://[::ffff:10.0.0.1]/hooks", "it points at a private address"),
         ("https://[fe80::1]/hooks", "it points at a link-local address"),
+        ("https://[fec0::1]/hooks", PRIVATE),  # site-local, deprecated (RFC 3879)
+        ("https://[feff:ffff::1]/hooks", PRIVATE),  # the last of fec0::/10
+        ("https://sitelocal.example.test/hooks", PRIVATE),
         ("https://0.0.0.0/hooks", "it points at a private address"),
         ("https://100.64.0.1/hooks", "it points at a reserved address"),
         ("https://localhost/hooks", "it points at a loopback address"),
@@ -106,6 +109,7 @@ def test_refused_urls_are_a_400(url, reason, organizer, owner_client, monkeypatc
         {
             "intranet.example.test": ["10.20.30.40"],
             "sixtofour.example.test": ["93.184.215.14", "2002:7f00:1::1"],
+            "sitelocal.example.test": ["2606:2800:220:1::1", "fec0:0:0:1::5"],
         },
     )
 
@@ -216,6 +220,26 @@ def test_an_address_that_turned_private_is_refused_at_delivery(
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempt_count) == ("pending", 1)
     assert receiver.requests == []
+
+
+def test_an_address_that_turned_site_local_is_refused_at_delivery(organizer, monkeypatch):
+    name = "rebinding.example.test"
+    _resolving(monkeypatch, {name: ["93.184.215.14"]})
+    endpoint = WebhookEndpoint.objects.create(
+        organizer=organizer, url=f"https://{name}/hooks", event_types=["*"], secret_encrypted=""
+    )
+    webhook_endpoint_ping(endpoint=endpoint)
+    _resolving(monkeypatch, {name: ["fec0::1"]})
+
+    webhook_delivery_attempt(delivery_id=WebhookDelivery.objects.get().pk)
+
+    attempt = WebhookAttempt.objects.get()
+    assert (attempt.status_code, attempt.error) == (None, f"URL refused: {PRIVATE}")
+    assert WebhookDelivery.objects.get().status == "pending"
+    # The connection is held to the same rule, whatever made the target.
+    target = network.Target("https", name, 443, "/hooks", "fec0::1")
+    with pytest.raises(network.WebhookUrlRefused, match=PRIVATE):
+        network.post(target, body=b"{}", headers={}, timeout=1)
 
 
 @pytest.mark.parametrize(

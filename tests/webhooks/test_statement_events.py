@@ -13,7 +13,8 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
-from checkin.services import admission, gate
+from checkin.services import gate, scans
+from checkin.services import statements as admission
 from events.models import TicketType
 from tests.factories import (
     EventFactory,
@@ -26,14 +27,20 @@ from tests.support import TokenClient, mint_token
 from tests.task_support import run_due_tasks
 from tests.write_api.helpers import checkin_url
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
-from tickets.gate_types import TicketKey
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.serializers import TicketSerializer
 from tickets.services.common import Actor
-from tickets.services.publishing import Type, ticket_checked_in_publish, ticket_event_record
-from webhooks.models import WebhookDelivery, WebhookEvent
+from tickets.services.publishing import (
+    Type,
+    ticket_checked_in_publish,
+    ticket_event_record,
+    ticket_row_render,
+)
+from tickets.signed_codes import TicketKey
+from webhooks import renderers
+from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.outbox import webhook_events_complete, webhook_outbox_relay
-from webhooks.selectors import webhook_wants
+from webhooks.renderers import renderer_for
 from webhooks.services import webhook_endpoint_create
 
 from .helpers import endpoint_for, wait_for
@@ -63,7 +70,7 @@ def _holder_ticket(event, ticket_type) -> Ticket:
 
 
 def _check_in(ticket: Ticket):
-    return admission.ticket_check_in_at_gate(
+    return scans.ticket_check_in_at_gate(
         organizer_id=ticket.event.organizer_id,
         event_id=ticket.event_id,
         key=TicketKey.id(ticket.id),
@@ -100,7 +107,6 @@ def locked_path_not_expected(monkeypatch):
 def test_an_admission_with_an_endpoint_subscribed_is_one_autocommit_statement(event, ticket_type):
     _endpoint(event.organizer, ["ticket.checked_in"])
     ticket = TicketFactory(event=event, ticket_type=ticket_type)
-    webhook_wants(organizer_id=event.organizer_id, type=Type.TICKET_CHECKED_IN)  # as known, usually
 
     with CaptureQueriesContext(connection) as context:
         result = _check_in(ticket)
@@ -118,10 +124,8 @@ def test_an_admission_with_an_endpoint_subscribed_is_one_autocommit_statement(ev
         "event_id": event.id,
         "data": None,
     }
-    assert (recorded.dispatched_at, recorded.renderer) == (
-        None,
-        "tickets.services.publishing.ticket_row_render",
-    )
+    assert recorded.dispatched_at is None
+    assert renderer_for(recorded.type) is ticket_row_render  # chosen by the type, in code
     assert recorded.source["ticket"]["id"] == ticket.pk
     assert recorded.source["ticket"]["status"] == "used"
     assert recorded.source["ticket_type"]["id"] == ticket_type.pk
@@ -239,27 +243,24 @@ def test_a_second_admission_of_the_ticket_writes_no_second_event(event, ticket_t
     assert WebhookEvent.objects.count() == 1
 
 
-REAL_RENDERER = "tickets.services.publishing.ticket_row_render"
-
-
 def racing_render(events):
-    """A renderer that loses to another run of the dispatch, which saves its own first."""
+    """A renderer that loses to another run of the dispatch (with the real renderer), which
+    saves its own first."""
     ids = [event.pk for event in events]
-    WebhookEvent.objects.filter(pk__in=ids).update(renderer=REAL_RENDERER)
+    renderers._RENDERERS["ticket.checked_in"] = ticket_row_render
     webhook_events_complete(ids)  # the other run
     return {pk: {"ticket": "lost"} for pk in ids}
 
 
 @pytest.mark.django_db
-def test_a_dispatch_run_again_sends_the_body_saved_first(event, ticket_type):
+def test_a_dispatch_run_again_sends_the_body_saved_first(event, ticket_type, monkeypatch):
     """A worker lost mid-task runs it again, after the first run or beside it: the body saved
     first is the one every run sends."""
     _endpoint(event.organizer)
     ticket = _holder_ticket(event, ticket_type)
     _check_in(ticket)
     recorded = WebhookEvent.objects.get()
-    assert recorded.renderer == REAL_RENDERER
-    WebhookEvent.objects.update(renderer=f"{__name__}.racing_render")
+    monkeypatch.setitem(renderers._RENDERERS, "ticket.checked_in", racing_render)
 
     [first] = webhook_events_complete([recorded.pk])
     TicketFormAnswer.objects.filter(ticket=ticket).update(value="XL")
@@ -318,3 +319,48 @@ def test_a_worker_delivers_the_event_signed_and_retries_the_same_body(
         assert payload["data"] == {"ticket": as_admitted}
     assert [t.status for t in dispatch] == [TaskResultStatus.SUCCESSFUL]
     assert recorded.dispatched_at is not None and recorded.source is None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("locked_path_not_expected")
+def test_the_statement_reads_the_subscriptions_another_process_just_registered(event, ticket_type):
+    """No process remembers subscriptions: the admission statement itself asks whether an
+    endpoint wants the event, so an endpoint committed by another server is heard at once."""
+    first, second, third = TicketFactory.create_batch(3, event=event, ticket_type=ticket_type)
+    _check_in(first)
+    assert not WebhookEvent.objects.exists()
+
+    other_types = WebhookEndpoint.objects.create(
+        organizer=event.organizer, url=URL, event_types=["ticket.revoked"], secret_encrypted=""
+    )
+    _check_in(second)
+    assert not WebhookEvent.objects.exists()
+
+    WebhookEndpoint.objects.filter(pk=other_types.pk).update(event_types=["ticket.checked_in"])
+    _check_in(third)
+    [recorded] = WebhookEvent.objects.all()
+    assert (recorded.type, recorded.source["ticket"]["id"]) == ("ticket.checked_in", third.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_creation_reads_the_subscriptions_another_process_just_registered(
+    event, ticket_type, application, member
+):
+    client = TokenClient(mint_token(application=application, user=member, scope="public organizer"))
+    url = f"/api/public/organizers/{event.organizer_id}/events/{event.id}/tickets"
+    holder = {"ticket_type_id": ticket_type.id, "lastname": "Srisuk", "phone": "0891234567"}
+
+    def create(firstname: str) -> int:
+        body = holder | {"firstname": firstname, "email": f"{firstname}@example.com"}
+        response = client.post(url, body, format="json")
+        assert response.status_code == 200, response.json()
+        return response.json()["ticket"]["id"]
+
+    create("before")
+    WebhookEndpoint.objects.create(
+        organizer=event.organizer, url=URL, event_types=["*"], secret_encrypted=""
+    )
+    created = create("after")
+
+    [recorded] = WebhookEvent.objects.all()
+    assert (recorded.type, recorded.source["ticket"]["id"]) == ("ticket.created", created)

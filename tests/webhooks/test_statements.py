@@ -1,9 +1,11 @@
 """The webhooks app's hand-written SQL (`webhooks.statements`), each statement held to the ORM
 path it replaces: the event row the gate's statement inserts is the row `webhook_event_record`
-saves, column for column; the slots of attempts in flight are shared by every connection as the
-in-process count is by the threads of one worker."""
+saves, column for column; an organizer's slots (its lanes) are shared by every connection as
+the in-process count is by the threads of one worker, and those waiting for one are served in
+the order they came."""
 
 import threading
+import time
 
 import pytest
 from django.db import connection, transaction
@@ -43,9 +45,7 @@ def test_the_statements_event_row_is_the_row_the_orm_saves():
         by_orm = webhook_event_record(
             organizer_id=organizer_id, event_id=event_id, type="ticket.checked_in", data=None
         )
-    WebhookEvent.objects.filter(pk=by_orm.pk).update(
-        created_at=at, source=by_statement.source, renderer=by_statement.renderer
-    )
+    WebhookEvent.objects.filter(pk=by_orm.pk).update(created_at=at, source=by_statement.source)
 
     rows = [WebhookEvent.objects.filter(pk=e.pk).values().get() for e in (by_statement, by_orm)]
     assert rows[0].keys() == {f.attname for f in WebhookEvent._meta.concrete_fields}
@@ -116,3 +116,97 @@ def test_a_connection_closed_mid_block_frees_its_slots():
     finally:
         release.set()
         holder.join()
+
+
+def _waiter(organizer_id: int, cap: int, seconds: float, served: list, release: threading.Event):
+    """Wait for one of the organizer's slots; note (who, how many, when), hold it until told."""
+    try:
+        started = time.monotonic()
+        with organizer_slots(organizer_id=organizer_id, want=1, cap=cap, wait_seconds=seconds) as n:
+            served.append((threading.current_thread().name, n, time.monotonic() - started))
+            release.wait(timeout=30)
+    finally:
+        connection.close()
+
+
+def _waiting_for_the_turnstile() -> int:
+    """Connections waiting for an advisory lock (here: in the line's turnstile)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_callers_waiting_for_a_slot_are_served_in_the_order_they_came():
+    """Both slots held elsewhere (one each by two holders); a first caller waits in line
+    (polling the slots), a second waits behind it (blocked on the turnstile), a third finds the
+    line full (as many places as slots) and gets none at once. One slot freed, the first is
+    served; the other freed, the second."""
+    organizer = OrganizerFactory()
+    served, release = [], threading.Event()
+    holders = []
+    for _ in range(2):
+        held, release_held = [], threading.Event()
+        holder = threading.Thread(target=_hold, args=(organizer.pk, 1, 2, held, release_held))
+        holder.start()
+        wait_for(lambda held=held: held, timeout=10, what="a slot taken")
+        holders.append((holder, release_held))
+    first = threading.Thread(target=_waiter, args=(organizer.pk, 2, 20, served, release))
+    second = threading.Thread(target=_waiter, args=(organizer.pk, 2, 20, served, release))
+    try:
+        first.name, second.name = "first", "second"
+        first.start()
+        wait_for(lambda: _locks_of_others() >= 4, timeout=10, what="the first in line")
+        second.start()
+        wait_for(lambda: _waiting_for_the_turnstile() == 1, timeout=10, what="the second")
+        with organizer_slots(organizer_id=organizer.pk, want=1, cap=2, wait_seconds=20) as third:
+            assert third == 0  # the line is full: not waited for
+        holders[0][1].set()
+        wait_for(lambda: served, timeout=20, what="one served")
+        assert [(who, n) for who, n, _ in served] == [("first", 1)]
+        holders[1][1].set()
+        wait_for(lambda: len(served) == 2, timeout=20, what="the second served")
+    finally:
+        release.set()
+        for holder, release_held in holders:
+            release_held.set()
+            holder.join()
+        first.join(), second.join()
+
+    assert [(who, n) for who, n, _ in served] == [("first", 1), ("second", 1)]
+
+
+def _locks_of_others() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+            " AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_callers_waiting_in_line_give_up_when_their_time_is_up():
+    """The one polling and the one blocked on the turnstile both get none after their wait."""
+    organizer = OrganizerFactory()
+    held, release_held, served, release = [], threading.Event(), [], threading.Event()
+    holder = threading.Thread(target=_hold, args=(organizer.pk, 1, 1, held, release_held))
+    holder.start()
+    wait_for(lambda: held, timeout=10, what="the slot taken")
+    waiters = [
+        threading.Thread(target=_waiter, args=(organizer.pk, 2, 0.5, served, release))
+        for _ in range(2)
+    ]
+    try:
+        with organizer_slots(organizer_id=organizer.pk, want=1, cap=2) as mine:
+            assert mine == 1  # both slots held now
+            for waiter in waiters:
+                waiter.start()
+            wait_for(lambda: len(served) == 2, timeout=10, what="both given up")
+    finally:
+        release_held.set(), release.set()
+        for thread in (holder, *waiters):
+            thread.join()
+
+    assert [n for _, n, _ in served] == [0, 0]
+    assert all(0.4 <= seconds < 3 for _, _, seconds in served)

@@ -11,7 +11,7 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 from standardwebhooks.webhooks import Webhook
 
-from checkin.services.admission import ticket_check_in_at_gate
+from checkin.services.scans import ticket_check_in_at_gate
 from tests.factories import (
     ApplicationFactory,
     EventFactory,
@@ -22,10 +22,10 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import TokenClient, mint_token
-from tickets.gate_types import TicketKey
 from tickets.models import Ticket
 from tickets.services.common import Actor
 from tickets.services.issuing import ticket_create
+from tickets.signed_codes import TicketKey
 from webhooks.delivering import BATCH_POSTS
 from webhooks.models import WebhookDelivery
 

@@ -7,7 +7,8 @@ import pytest
 from django.utils import timezone
 
 from checkin.models import CheckInLog, TicketCheckIn
-from checkin.services import admission, gate
+from checkin.services import gate, scans
+from checkin.services import statements as admission
 from tests.factories import (
     CheckInTypeFactory,
     FormFieldFactory,
@@ -15,9 +16,9 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
-from tickets.gate_types import TicketKey
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.services.common import Actor
+from tickets.signed_codes import TicketKey
 from webhooks.models import WebhookEvent
 from webhooks.outbox import webhook_events_complete
 from webhooks.services import webhook_endpoint_create
@@ -134,7 +135,7 @@ def test_with_check_in_types_the_statement_records_each_admitting_scan_once(sett
     ticket = TicketFactory(event=event)
 
     def scan(type_id):
-        return admission.ticket_check_in_at_gate(
+        return scans.ticket_check_in_at_gate(
             organizer_id=event.organizer_id,
             event_id=event.id,
             key=TicketKey.id(ticket.id),

@@ -6,9 +6,10 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from rest_framework import serializers
 
+from checkin.gate_types import GateResult, TypeResult
+from checkin.serializers import GateResultSerializer, TypeResultSerializer
 from tests.factories import TicketFactory
-from tickets.gate_types import GateResult, TypeResult
-from tickets.serializers import GateResultSerializer, TicketSerializer, TypeResultSerializer
+from tickets.serializers import TicketSerializer
 
 pytestmark = pytest.mark.django_db
 

@@ -194,8 +194,14 @@ def test_ticket_create_refuses_a_number_for_a_name(organizer_client, event, tick
 
 # --- Names: one line of printable text --------------------------------------------------------
 
-_NAME_REFUSED = "Must not contain control characters or line breaks."
+_NAME_REFUSED = "Must not contain control, invisible or text-direction characters, or line breaks."
 _NAME_BREAKERS = ["\r", "\n", "\t", "\x00", "\x1b", "\x7f", "\x85", "\x9f", "\u2028", "\u2029"]
+# What draws over the text around a name: direction overrides, embeddings and isolates, and
+# characters that hide in it.
+_NAME_DISGUISES = [
+    "\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069",
+    "\u200b", "\u200c", "\u200d", "\u200e", "\u200f", "\u2060", "\u061c", "\ufeff",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("breaker", _NAME_BREAKERS, ids=lambda c: f"U+{ord(c):04X}")
@@ -226,6 +232,46 @@ def test_ticket_create_refuses_control_characters_in_a_name(
     assert db_state(event) == before
 
 
+@pytest.mark.parametrize("disguise", _NAME_DISGUISES, ids=lambda c: f"U+{ord(c):04X}")
+def test_ticket_create_refuses_invisible_and_direction_characters_in_a_name(
+    organizer_client, event, ticket_type, disguise
+):
+    before = db_state(event)
+    body = {
+        "ticket_type_id": ticket_type.id,
+        "firstname": f"Som{disguise}sak",
+        "lastname": "Jaidee",
+        "email": "somsak@example.com",
+        "phone": "0812345678",
+    }
+    response = organizer_client.post(tickets_url(event), body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == {"firstname": [_NAME_REFUSED]}
+    assert db_state(event) == before
+
+
+def test_ticket_create_refuses_a_stack_of_more_than_three_marks(
+    organizer_client, event, ticket_type
+):
+    """Zalgo text: marks stacked on one letter draw over the lines above and below it."""
+    before = db_state(event)
+    body = {
+        "ticket_type_id": ticket_type.id,
+        "firstname": "Z\u0351\u0361\u0353\u0315alee",
+        "lastname": "Jaidee",
+        "email": "somsak@example.com",
+        "phone": "0812345678",
+    }
+    response = organizer_client.post(tickets_url(event), body, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["fields"] == {
+        "firstname": ["Must not stack more than 3 marks on one letter."]
+    }
+    assert db_state(event) == before
+
+
 def test_ticket_create_refuses_a_line_break_in_a_form_body(organizer_client, event, ticket_type):
     before = db_state(event)
     body = urlencode(
@@ -248,7 +294,13 @@ def test_ticket_create_refuses_a_line_break_in_a_form_body(organizer_client, eve
 
 @pytest.mark.parametrize(
     ("firstname", "lastname"),
-    [("สมชาย", "ใจดี"), ("Zoë", "O'Neil-Smith Jr."), ("Anne Marie", "Nguyễn Văn")],
+    [
+        ("สมชาย", "ใจดี"),
+        ("Zoë", "O'Neil-Smith Jr."),
+        ("Anne Marie", "Nguyễn Văn"),
+        ("กั๊ก", "น้ำ"),  # a Thai syllable's vowel and tone mark on one consonant
+        ("Ḗmile", "Ð\u0301\u0323\u0300uy"),  # three marks on a letter: still a name
+    ],
 )
 def test_ticket_create_keeps_names_of_any_script(
     organizer_client, event, ticket_type, firstname, lastname
@@ -267,7 +319,9 @@ def test_ticket_create_keeps_names_of_any_script(
     assert (ticket["firstname"], ticket["lastname"]) == (firstname, lastname)
 
 
-@pytest.mark.parametrize("breaker", _NAME_BREAKERS, ids=lambda c: f"U+{ord(c):04X}")
+@pytest.mark.parametrize(
+    "breaker", _NAME_BREAKERS + _NAME_DISGUISES, ids=lambda c: f"U+{ord(c):04X}"
+)
 def test_the_documented_name_pattern_refuses_what_the_api_refuses(breaker):
     """Generated clients and schema-driven tests read the rule from the document."""
     pattern = re.compile(

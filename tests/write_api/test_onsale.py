@@ -92,6 +92,7 @@ def test_orm_path_claims_the_place_last_just_before_commit(orm_path, client, eve
         "BEGIN",
         'INSERT INTO "orders_order"',
         'INSERT INTO "tickets_ticket"',
+        'SELECT "webhooks_webhookendpoint"."event_types"',  # does an endpoint want it? Now.
         'INSERT INTO "tickets_ticketemail"',  # the email, queued
         f'UPDATE "{TYPE_TABLE}"',  # the claim: the type's row lock from here
         "COMMIT",
@@ -105,7 +106,7 @@ def test_orm_path_with_a_webhook_endpoint_still_claims_last(
     _warm(client, event, ticket_type)
     status, statements = _statements(client, event, ticket_type, external_id="RUSH-2")
     assert status == 200
-    assert len(statements) == 9  # + the webhook event (the outbox: no task in the request)
+    assert len(statements) == 10  # + the webhook event (the outbox: no task in the request)
     assert statements[-2:] == [f'UPDATE "{TYPE_TABLE}"', "COMMIT"]
 
 

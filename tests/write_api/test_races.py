@@ -14,14 +14,14 @@ from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from checkin.models import CheckInLog, TicketCheckIn
-from checkin.services import admission
+from checkin.services import statements as admission
 from tests.factories import CheckInTypeFactory, TicketFactory, TicketTypeFactory
 from tests.scanner.concurrency import in_thread, wait_until_waiting_on_locks
 from tests.task_support import run_due_tasks
-from tickets.gate_types import TicketKey
 from tickets.models import Order, Ticket
 from tickets.services import revoking
 from tickets.services.common import Actor
+from tickets.signed_codes import TicketKey
 
 from .helpers import checkin_url, client_for, invalidate_url, tickets_url
 

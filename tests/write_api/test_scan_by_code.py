@@ -11,7 +11,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from checkin.models import CheckInLog, TicketCheckIn
-from checkin.services import admission, gate
+from checkin.services import gate
+from checkin.services import statements as admission
 from events.models import Event
 from tests.factories import CheckInTypeFactory, EventFactory, OrderFactory, TicketFactory
 from tickets.models import Ticket
@@ -493,14 +494,18 @@ def test_admission_statement_finds_the_ticket_through_the_unique_index(
 
 
 @pytest.mark.parametrize("publish", [False, True])
-@pytest.mark.parametrize("column", ["reference_code", "nfc_uid", "id"])
+@pytest.mark.parametrize(
+    ("column", "guarded"),
+    [("reference_code", False), ("nfc_uid", False), ("id", False), ("id", True)],
+)
 def test_the_simple_scans_statement_is_short_enough_for_psycopg_to_keep_its_conversion(
-    column, publish
+    column, guarded, publish
 ):
     """psycopg converts a query's named placeholders once per text of up to 4 KB and keeps the
     result; a longer text is converted anew on every execution (about 0.1 ms of the gate's
-    commonest scan)."""
-    assert len(admission.admit_sql(column, publish=publish).encode()) <= 4096
+    commonest scan). `guarded`: a signed code's scan (by id, with the signed reference code)."""
+    sql = admission.admit_sql(column, publish=publish, guarded=guarded)
+    assert len(sql.encode()) <= 4096
 
 
 _CONTROL = {"BEGIN", "COMMIT", "ROLLBACK"}  # what Django logs of transaction control

@@ -116,6 +116,24 @@ def datetime_representation(value: datetime.datetime | None) -> str | None:
     return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
+def iso(value: datetime.datetime) -> str:
+    """A time in the gate's messages: ISO 8601, local, to the second."""
+    return timezone.localtime(value).isoformat(timespec="seconds")
+
+
+def satangs_to_decimal_string(satangs: int) -> str:
+    """Money as the spec shows it (satangs everywhere, CONTRACT §1): 150000 → "1500.00"."""
+    sign = "-" if satangs < 0 else ""
+    baht, satang = divmod(abs(satangs), 100)
+    return f"{sign}{baht}.{satang:02d}"
+
+
+def format_baht(satangs: int) -> str:
+    """Money as a label for people: 150000 → "฿1,500.00"."""
+    baht, satang = divmod(satangs, 100)
+    return f"฿{baht:,}.{satang:02d}"
+
+
 class DateTimeOutputField(CopiedShallow, serializers.DateTimeField):
     """DRF's `DateTimeField`, rendered by `datetime_representation` (the same text, without
     asking the settings and the time zone anew for each value)."""

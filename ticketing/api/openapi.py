@@ -31,9 +31,7 @@ from rest_framework import serializers
 
 from .exceptions import api_error_codes
 from .schema_rules import (
-    FORM_MEDIA_TYPES,
     boolean_input,
-    form_variant,
     key_rule,
     key_rule_as_not,
     key_rule_sentence,
@@ -108,7 +106,18 @@ def error_schema(status: int) -> dict:
             "allOf": [{"$ref": "#/components/schemas/Ticket"}],
             "description": "The ticket as it is now, on a check-in, renew or revoke rejection.",
         }
+    if status in _REPLAYABLE:
+        properties["replayed"] = {
+            "type": "boolean",
+            "description": "Present, and true, only on a check-in or renew that replays the "
+            "first answer to its `scan_id`: nothing was changed.",
+        }
     return {"type": "object", "required": required, "properties": properties}
+
+
+# The statuses a gate's first answer to a scan id may have had, and so its replay (CONTRACT §7):
+# 400 only for a scan an upload found malformed.
+_REPLAYABLE = {400, 404, 409, 422}
 
 
 class ApiAutoSchema(AutoSchema):
@@ -155,26 +164,16 @@ class ApiAutoSchema(AutoSchema):
         return schema
 
     def _get_request_body(self, direction="request"):
-        """A form cannot send null: where JSON takes `null`, a form sends the field empty,
-        which DRF reads as null. Form media types get a variant of the body saying so. A body
-        whose rules ask for some field (`openapi_rules`) is required, though no field is."""
+        """A body whose rules ask for some field (`openapi_rules`) is required, though no field
+        is: generated clients then take the body as an argument, not an optional one."""
         body = super()._get_request_body(direction)
         if not body:
             return body
-        serializers_by_type = self.get_request_serializer()
-        if not isinstance(serializers_by_type, dict):
-            return body
-        for media_type, content in body["content"].items():
-            serializer = serializers_by_type.get(media_type)
-            if not is_basic_serializer(serializer):
-                continue
+        serializer = self.get_request_serializer()
+        if is_basic_serializer(serializer):
             component = self.resolve_serializer(serializer, direction)
             if {"not", "minProperties"} & set(component.schema):
                 body["required"] = True
-            form = form_variant(component) if media_type in FORM_MEDIA_TYPES else None
-            if form is not None:
-                self.registry.register_on_missing(form)
-                content["schema"] = form.ref
         return body
 
     def _process_override_parameters(self, direction="request"):

@@ -4,11 +4,9 @@ Serializers and filter sets state their rules with these (`exactly_one_of`, `SPA
 parameter's schema), and `openapi.ApiAutoSchema` applies the shared ones to every operation.
 """
 
-import copy
 import itertools
 
 from django import forms
-from drf_spectacular.plumbing import ResolvedComponent
 from rest_framework import serializers
 
 # What Python's `str.strip()` trims, so what DRF and Django forms trim from text input: Unicode's
@@ -120,22 +118,6 @@ def text_rules(schema: dict, *, blank: bool) -> None:
     if schema.get("type") != "string" or {"pattern", "format", "enum", "anyOf"} & set(schema):
         return
     schema["pattern"] = NO_NUL if blank else NON_BLANK
-
-
-FORM_MEDIA_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
-
-
-def form_variant(component: ResolvedComponent) -> ResolvedComponent | None:
-    """`component` for a form body: each nullable property is instead allowed empty."""
-    schema = copy.deepcopy(component.schema)
-    nullable = [p for p in schema.get("properties", {}).values() if p.pop("nullable", False)]
-    if not nullable:
-        return None
-    for prop in nullable:
-        inner = {k: prop.pop(k) for k in list(prop) if k not in ("description", "title")}
-        prop["anyOf"] = [inner, {"type": "string", "maxLength": 0}]
-    name = component.name.removesuffix("Request") + "FormRequest"
-    return ResolvedComponent(name=name, type=ResolvedComponent.SCHEMA, object=name, schema=schema)
 
 
 def boolean_input(field: serializers.BooleanField) -> list[dict]:

@@ -15,15 +15,14 @@ many of its requests run at once for one key (`concurrency_slot`).
 The token endpoint and the sign-in pages count with the same counters (`oauth_setup.throttling`),
 in one round trip too. django-ratelimit, which the staff page's tokens and webhook tests still
 use, is not used here: its add then incr costs two round trips, and it cannot share one with the
-token's marker. Its windows are kept (fixed, each key's offset by the key's CRC), and its idea of a
-client's address (`client_address`), so that the same helpers find them.
+token's marker. Its windows are kept (fixed, each key's offset by the key's CRC), so that the
+same helpers find them. Per-address limits count `ticketing.proxies.client_address`.
 A cache that does not answer lets the request through (the limits fail open).
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import logging
 import re
 import secrets
@@ -36,9 +35,11 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import caches
+from django.utils.translation import ngettext
 from rest_framework.throttling import BaseThrottle
 
 from ticketing.cache import CacheSkipped, charge, count_and_check, count_and_read
+from ticketing.proxies import client_address
 
 from .exceptions import RateLimited
 
@@ -87,19 +88,6 @@ def rate_counter(group: str, rate: str, value: str) -> Counter:
     return Counter(
         name=name, key=f"rate:{digest}:{end}", limit=limit, window_end=end, seconds=period + _SLACK
     )
-
-
-def client_address(request) -> str:
-    """The address per-address limits count: REMOTE_ADDR, or behind a proxy the header it sets
-    (RATELIMIT_IP_META_KEY), IPv6 by its /64 as django-ratelimit counts (one host's share)."""
-    header = getattr(settings, "RATELIMIT_IP_META_KEY", None) or "REMOTE_ADDR"
-    address = request.META.get(header) or ""
-    if ":" in address:
-        try:
-            return str(ipaddress.ip_network(f"{address}/64", strict=False).network_address)
-        except ValueError:
-            return address
-    return address
 
 
 def count_and_read_counters(
@@ -227,10 +215,13 @@ def concurrency_slot(name: str, *, limit: int, seconds: int, retry_after: int) -
     holder = secrets.token_hex(8)
     slot = _slot_take(cache, name, limit=limit, holder=holder, seconds=seconds)
     if slot is False:
+        running = ngettext(
+            "%(count)d such request is running already",
+            "%(count)d such requests are running already",
+            limit,
+        ) % {"count": limit}
         raise RateLimited(
-            retry_after=retry_after,
-            message=f"{limit} such requests are running already; try again in {retry_after} "
-            "seconds.",
+            retry_after=retry_after, message=f"{running}; try again in {retry_after} seconds."
         )
     try:
         yield
@@ -326,7 +317,7 @@ class TokenRateThrottle(_CacheRateThrottle):
     def value(self, request, token) -> str:
         if token is not None:
             return token_rate_key(token)
-        return f"ip:{self.get_ident(request)}"
+        return f"ip:{client_address(request)}"
 
 
 class UserRateThrottle(_CacheRateThrottle):
@@ -338,4 +329,4 @@ class UserRateThrottle(_CacheRateThrottle):
     def value(self, request, token) -> str:
         if token is not None and token.user_id is not None:
             return f"user:{token.user_id}"
-        return f"ip:{self.get_ident(request)}"
+        return f"ip:{client_address(request)}"

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from . import api, oauth
 from .caches import DEFAULT_BREAKER_SECONDS, DEFAULT_TIMEOUT_MS, redis_caches
-from .env import env_bool, env_int, env_list, env_str
+from .env import env_bool, env_int, env_list, env_networks, env_str
 from .replicas import replica_databases
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
@@ -98,6 +98,9 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"DATABASE_URL is not a database URL we understand: {exc}") from None
 
+# `DATABASE_URL` is a pooler in transaction mode (PgBouncer: deploy/pgbouncer.sh). App servers
+# may use one; task workers may not (`manage.py run_worker` refuses to start).
+DB_TRANSACTION_POOLER = env_bool("DB_TRANSACTION_POOLER", default=False)
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several gates write at once: WAL lets readers run beside a writer, IMMEDIATE makes a
     # transaction take the write lock up front (so it waits rather than failing to upgrade),
@@ -114,7 +117,7 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # at the end of the request (close_if_unusable_or_obsolete), so the next one reconnects.
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = False
     DATABASES["default"].setdefault("OPTIONS", {})
-    if env_bool("DB_TRANSACTION_POOLER", default=False):
+    if DB_TRANSACTION_POOLER:
         # PgBouncer in transaction mode (deploy/pgbouncer.sh): each transaction may run on
         # another server connection, so nothing may outlive one: no prepared statements
         # (PgBouncer 1.18), no cursors kept open across transactions (.iterator()).
@@ -252,6 +255,9 @@ TASK_FAILED_RETENTION_DAYS = env_int("TASK_FAILED_RETENTION_DAYS", 30)
 # A task still RUNNING after this long lost its worker (killed, machine gone) and runs again.
 # Longer than any task takes: a webhook attempt or an email gives up after 10 s.
 TASK_LEASE_SECONDS = env_int("TASK_LEASE_SECONDS", 300)
+# A stopping worker lets its running tasks finish this long, then gives them back to the queue
+# (`manage.py run_worker`): below the supervisor's wait before SIGKILL (Docker's is 10 s).
+TASK_STOP_SECONDS = env_int("TASK_STOP_SECONDS", 8)
 # Tasks that may run longer, by task path, with their own lease: an admin import of a large
 # file (50,000 rows take one to two minutes) must not be started a second time beside itself.
 TASK_LEASE_SECONDS_BY_TASK = {
@@ -261,9 +267,14 @@ TASK_LEASE_SECONDS_BY_TASK = {
 # Webhooks (CONTRACT §13). Private, loopback and link-local receivers, and plain http, only when
 # this is on: in development (DEBUG) by default, never by default in production.
 WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=DEBUG)
-# Keys that encrypt endpoint secrets at rest, comma-separated: the first encrypts, every one
-# decrypts (rotation). Default: derived from SECRET_KEY.
+# Keys that encrypt secrets at rest (webhook endpoint secrets, event signing keys: see
+# `ticketing.encryption`), comma-separated: the first encrypts, every one decrypts (rotation).
+# Default: derived from SECRET_KEY.
 WEBHOOK_SECRET_KEYS = env_list("WEBHOOK_SECRET_KEY", []) or [SECRET_KEY]
+# How long a process trusts what it read of an event's signing keys (CONTRACT §14): a key retired
+# elsewhere stops verifying within this time (at once in the process that retired it), and a
+# rotation elsewhere signs new codes with the new key after it.
+SIGNING_KEY_CACHE_SECONDS = env_int("SIGNING_KEY_CACHE_SECONDS", 10)
 WEBHOOK_TIMEOUT_SECONDS = env_int("WEBHOOK_TIMEOUT_SECONDS", 10)
 # Retry n waits base * 2^(n-1) seconds (at most the cap) until the delivery is this old.
 WEBHOOK_RETRY_BASE_SECONDS = env_int("WEBHOOK_RETRY_BASE_SECONDS", 15)
@@ -279,9 +290,10 @@ WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZER = env_int("WEBHOOK_MAX_ENDPOINTS_PER_ORGANIZ
 WEBHOOK_TEST_RATE_LIMIT = env_str("WEBHOOK_TEST_RATE_LIMIT", "5/m")
 WEBHOOK_BREAKER_FAILURES = env_int("WEBHOOK_BREAKER_FAILURES", 3)
 WEBHOOK_BREAKER_COOLDOWN_SECONDS = env_int("WEBHOOK_BREAKER_COOLDOWN_SECONDS", 60)
-# Attempts in flight at once per organizer, across all workers; the tasks a worker of the
-# webhooks queue runs at once (threads); how often its outbox relay looks for new events (ms).
-WEBHOOK_IN_FLIGHT_PER_ORGANIZER = env_int("WEBHOOK_IN_FLIGHT_PER_ORGANIZER", 4)
+# Attempts in flight at once per organizer, across all workers, in lanes of 4 (one task each:
+# 16 is 4 of a worker's 16 threads); the tasks a worker of the webhooks queue runs at once
+# (threads); how often its outbox relay looks for new events (ms).
+WEBHOOK_IN_FLIGHT_PER_ORGANIZER = env_int("WEBHOOK_IN_FLIGHT_PER_ORGANIZER", 16)
 WEBHOOK_WORKER_THREADS = env_int("WEBHOOK_WORKER_THREADS", 16)
 WEBHOOK_OUTBOX_POLL_MS = env_int("WEBHOOK_OUTBOX_POLL_MS", 200)
 # An event whose deliveries are all finished, and untouched, for this many days is deleted with
@@ -318,8 +330,21 @@ TOKEN_RATE_LIMIT = env_str("TOKEN_RATE_LIMIT", "30/m")
 CREDENTIAL_FAILURE_RATE_LIMIT = env_str("CREDENTIAL_FAILURE_RATE_LIMIT", "10/15m")
 SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT = env_str("SIGN_IN_ADDRESS_FAILURE_RATE_LIMIT", "100/15m")
 USERNAME_FAILURE_RATE_LIMIT = env_str("USERNAME_FAILURE_RATE_LIMIT", "30/10s")
+# Downloads of one ticket link's files (PDF, calendar, Wallet pass) per window: a holder saves
+# them a few times; a loop on a leaked link must not take a server's cores.
+TICKET_FILE_RATE_LIMIT = env_str("TICKET_FILE_RATE_LIMIT", "20/m")
 # Tokens the staff check-in page may take per user (checkin).
 CHECK_IN_TOKEN_RATE_LIMIT = env_str("CHECK_IN_TOKEN_RATE_LIMIT", "30/m")
+# The proxies and balancers in front (addresses or CIDR blocks): from them alone is
+# X-Forwarded-For believed, so that per-address limits count clients, not the balancer, and no
+# client can choose its own address (ticketing.proxies). Empty: the peer's address counts.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
+for _retired in ("RATELIMIT_IP_META_KEY", "NUM_PROXIES"):
+    if env_str(_retired):  # ignored, they would count every client as the proxy again
+        raise ImproperlyConfigured(
+            f"{_retired} is no longer read: set TRUSTED_PROXIES to the addresses of the proxies "
+            "in front, whose X-Forwarded-For then gives the client's address."
+        )
 RATELIMIT_USE_CACHE = "default"
 RATELIMIT_ENABLE = env_bool("RATELIMIT_ENABLE", default=True)
 RATELIMIT_FAIL_OPEN = True
@@ -327,9 +352,6 @@ RATELIMIT_FAIL_OPEN = True
 # How long a validated access token may be served from the cache (oauth_setup.token_cache).
 # Revocation reaches every process only through a shared cache, hence off without Redis.
 API_TOKEN_CACHE_SECONDS = env_int("API_TOKEN_CACHE_SECONDS", 60 if REDIS_URL else 0)
-# How long each process keeps the event types an organizer's webhook endpoints want (read on
-# every check-in): a new endpoint is heard of by other processes at most this late.
-WEBHOOK_SUBSCRIPTION_CACHE_SECONDS = env_int("WEBHOOK_SUBSCRIPTION_CACHE_SECONDS", 5)
 
 # Base URL the demo prints for clients; requests build absolute URLs from the Host header.
 SITE_URL = (

@@ -1,5 +1,6 @@
 """Read settings from the environment, failing at start with a sentence that names the setting."""
 
+import ipaddress
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -39,3 +40,23 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if raw is None:
         return default
     return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """Comma-separated addresses or CIDR blocks (`10.0.0.5, 192.168.0.0/24, fd00::/8`); unset or
+    empty is none. A block of every address (`/0`) is refused: it would trust anyone."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            network = ipaddress.ip_network(item)
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{name} must be IP addresses or CIDR blocks, comma-separated; {exc}."
+            ) from None
+        if network.prefixlen == 0:
+            raise ImproperlyConfigured(
+                f"{name} must not hold {item}: every address would be trusted, so any client "
+                "could choose the address it is counted as."
+            )
+        networks.append(network)
+    return tuple(networks)

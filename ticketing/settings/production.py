@@ -11,7 +11,7 @@ os.environ.setdefault("LOG_FORMAT", "json")
 
 from .base import *  # noqa: F403
 from .base import DATABASES
-from .env import env_bool, env_int, env_str
+from .env import env_bool, env_int
 
 # TLS ends at the proxy or load balancer in front, which says so in X-Forwarded-Proto.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
@@ -58,9 +58,3 @@ SILENCED_SYSTEM_CHECKS = [
     # does not recognise by its path; ticketing.E003 checks for it instead.
     "security.W003",
 ]
-
-# Behind a proxy every request comes from the proxy's address. Name the header it sets with the
-# client's address (nginx: X-Real-IP → HTTP_X_REAL_IP) so per-IP limits count clients; never set
-# this without such a proxy, or clients could choose their own address.
-RATELIMIT_IP_META_KEY = env_str("RATELIMIT_IP_META_KEY") or None
-REST_FRAMEWORK["NUM_PROXIES"] = env_int("NUM_PROXIES", 0) or None  # noqa: F405

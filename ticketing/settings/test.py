@@ -25,7 +25,6 @@ STORAGES = {
 WEBHOOK_ALLOW_PRIVATE_URLS = env_bool("WEBHOOK_ALLOW_PRIVATE_URLS", default=False)
 # One process: even the in-memory cache sees every revocation, so tests run with the token cache.
 API_TOKEN_CACHE_SECONDS = 60
-WEBHOOK_SUBSCRIPTION_CACHE_SECONDS = 300
 
 if REDIS_URL:  # noqa: F405
     # A machine busy with other test runs can stall Redis past production's timeout, and a

@@ -1,7 +1,9 @@
 """The ticket email's delivery, as the admin's ticket page shows it to support staff."""
 
-from django.utils import formats, timezone
 from django.utils.html import format_html
+from django.utils.translation import gettext as _
+
+from ticketing.dates import admin_date
 
 from ..email_status import TicketEmail
 from ..models import Ticket
@@ -14,22 +16,26 @@ def email_delivery(ticket: Ticket) -> str:
     except TicketEmail.DoesNotExist:
         record = None
     if record is None:
-        return "Not sent yet" if ticket.email else "No email address: nothing to send"
-    when = formats.localize(timezone.localtime(record.at))
+        return _("Not sent yet") if ticket.email else _("No email address: nothing to send")
+    when = admin_date(record.at)
     if record.status == TicketEmail.Status.QUEUED:
-        return format_html("<strong>Queued</strong> for {} on {}", record.recipient, when)
+        return format_html(
+            _("<strong>Queued</strong> for {recipient} on {when}"),
+            recipient=record.recipient,
+            when=when,
+        )
     if record.status == TicketEmail.Status.SENT:
         return format_html(
-            "<strong>Sent</strong> to {} on {} (attempt {})",
-            record.recipient,
-            when,
-            record.attempts,
+            _("<strong>Sent</strong> to {recipient} on {when} (attempt {attempts})"),
+            recipient=record.recipient,
+            when=when,
+            attempts=record.attempts,
         )
     return format_html(
-        "<strong>{}</strong>: to {} on {} (attempt {}): {}",
-        record.get_status_display(),
-        record.recipient,
-        when,
-        record.attempts,
-        record.error,
+        _("<strong>{status}</strong>: to {recipient} on {when} (attempt {attempts}): {error}"),
+        status=record.get_status_display(),
+        recipient=record.recipient,
+        when=when,
+        attempts=record.attempts,
+        error=record.error,
     )

@@ -2,6 +2,8 @@
 
 from django import forms
 from django.contrib import admin
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from events.models import CheckInType
 from organizers.admin_scoping import FormAnswerInline, ReadOnlyInline, person_with_account
@@ -51,7 +53,7 @@ class TicketForm(forms.ModelForm):
             .exclude(pk=self.instance.pk)
             .exists()
         ):
-            raise forms.ValidationError("Another ticket of this event is bound to this NFC tag.")
+            raise forms.ValidationError(_("Another ticket of this event is bound to this NFC tag."))
         return nfc_uid
 
 
@@ -72,7 +74,7 @@ class OrderForm(forms.ModelForm):
 
 class ActionNoteForm(forms.Form):
     note = forms.CharField(
-        label="Note",
+        label=gettext_lazy("Note"),
         required=False,
         max_length=500,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
@@ -81,7 +83,7 @@ class ActionNoteForm(forms.Form):
 
 class RevokeForm(forms.Form):
     reason = forms.CharField(
-        label="Reason (stored as the ticket's revoke note)",
+        label=gettext_lazy("Reason (stored as the ticket's revoke note)"),
         required=False,
         max_length=500,
         widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
@@ -93,7 +95,7 @@ def check_in_types_form(types_by_event: dict[int, list[CheckInType]], data=None)
     form = ActionNoteForm(data)
     for event_id, types in types_by_event.items():
         form.fields[f"types_{event_id}"] = forms.TypedMultipleChoiceField(
-            label=f"Check-in types — {types[0].event.title}",
+            label=_("Check-in types — %(event)s") % {"event": types[0].event.title},
             choices=[(t.pk, t.name) for t in types],
             coerce=int,
             required=False,
@@ -127,12 +129,12 @@ class OrderTicketInline(ReadOnlyInline, admin.TabularInline):
     def get_queryset(self, request):
         return super().get_queryset(request).select_related("ticket_type", "holder").order_by("id")
 
-    @admin.display(description="ticket type")
+    @admin.display(description=gettext_lazy("ticket type"))
     def ticket_type_name(self, obj):
         return obj.ticket_type.name
 
     # Not named `holder`: the admin would show the model field of that name (the account).
-    @admin.display(description="holder")
+    @admin.display(description=gettext_lazy("holder"))
     def holder_with_account(self, obj):
         return person_with_account(obj.holder_name, obj.holder)
 

@@ -1,10 +1,11 @@
-"""Attendee import in the admin: upload a CSV, see what would be created and every rejected
-line, then confirm (`tickets.services.import_upload`: the row service of `import_tickets`, so
-the admin and the command accept and reject exactly the same rows). The file stays on the
-server between the two; the confirmation posts only the signed id naming it, and the confirmed
-run reads the file again and checks every row again. A file of more than INLINE_ROWS rows is
-previewed and imported by a worker (`tickets.services.import_jobs`) while the page shows a
-progress bar, reloading itself each second (no script: the admin's CSP stays as it is).
+"""Attendee import in the admin: upload a CSV file or an Excel workbook, see what would be
+created and every rejected line, then confirm (`tickets.services.import_upload`: the row
+service of `import_tickets`, so the admin and the command accept and reject exactly the same
+rows). The file stays on the server between the two; the confirmation posts only the signed
+id naming it, and the confirmed run reads the file again and checks every row again. A file of
+more than INLINE_ROWS rows is previewed and imported by a worker
+(`tickets.services.import_jobs`) while the page shows a progress bar, reloading itself each
+second (no script: the admin's CSP stays as it is).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from events.models import Event
 from organizers.admin_scoping import can_manage
 from ticketing.api.exceptions import ApplicationError
 
-from ..services.csv_input import CsvUnreadable
+from ..services.csv_input import FileUnreadable
+from ..services.import_files import import_format
 from ..services.import_jobs import INLINE_ROWS, import_job_start, import_job_status
 from ..services.import_upload import (
     REPORT_ROWS,
@@ -34,8 +36,7 @@ from ..services.import_upload import (
     import_upload_claim,
     import_upload_keep,
     import_upload_take,
-    tickets_import_text,
-    upload_decoded,
+    tickets_import_file,
     upload_rows,
 )
 from .ticket_tools import event_id_param
@@ -45,21 +46,28 @@ REPORT_COUNTS = ("created", "existing", "rejected")
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(label=gettext_lazy("CSV file"))
+    file = forms.FileField(
+        label=gettext_lazy("CSV or Excel file"),
+        widget=forms.ClearableFileInput(attrs={"accept": ".csv,.xlsx"}),
+    )
     notify = forms.BooleanField(
         label=gettext_lazy("Email each new ticket to its holder"), required=False
     )
 
     def clean_file(self):
-        """Refuse a file over IMPORT_MAX_UPLOAD_BYTES by its size, before reading it: a
-        preview reads it whole, and larger files belong to `import_tickets`."""
+        """Refuse a file of another format by its name, and one over IMPORT_MAX_UPLOAD_BYTES
+        by its size, before reading it: a preview reads it whole."""
         upload = self.cleaned_data["file"]
+        try:
+            import_format(upload.name)
+        except FileUnreadable as exc:
+            raise ValidationError(exc.message, code="format") from None
         limit = settings.IMPORT_MAX_UPLOAD_BYTES
         if upload.size > limit:
             raise ValidationError(
                 _(
-                    "The file is %(size)s; this page takes files up to %(limit)s. "
-                    "Import a larger file with manage.py import_tickets."
+                    "The file is %(size)s; this page takes files up to %(limit)s. Split it "
+                    "into smaller files and import each."
                 ),
                 code="too_large",
                 params={"size": filesizeformat(upload.size), "limit": filesizeformat(limit)},
@@ -111,31 +119,34 @@ class TicketImportMixin:
         return TemplateResponse(request, TEMPLATE, context)
 
     def _preview(self, request, event, form):
-        data = form.cleaned_data["file"].read()
+        upload = form.cleaned_data["file"]
+        data, file_format = upload.read(), import_format(upload.name)
         notify = form.cleaned_data["notify"]
+        kept = {"event": event, "user": request.user, "data": data, "notify": notify}
+        kept["file_format"] = file_format
         try:
-            text = upload_decoded(data)
-            rows = upload_rows(text)
+            rows = upload_rows(data, file_format)
             if rows > INLINE_ROWS:
-                upload = import_upload_keep(
-                    event=event, user=request.user, data=data, notify=notify, rows=rows
-                )
+                upload = import_upload_keep(**kept, rows=rows)
                 job = import_job_start(
                     event=event, user=request.user, upload=upload, rows=rows, confirm=False
                 )
                 return redirect(_page(event, job=job))
-            report = tickets_import_text(
-                event=event, text=text, user=request.user, notify=notify, dry_run=True
+            report = tickets_import_file(
+                event=event,
+                data=data,
+                file_format=file_format,
+                user=request.user,
+                notify=notify,
+                dry_run=True,
             )
-        except CsvUnreadable as exc:
-            form.add_error("file", exc.message)
+        except FileUnreadable as exc:
+            form.add_error("file", _unreadable(exc))
             return {}
         except ApplicationError as exc:
             form.add_error(None, exc.message)
             return {}
-        signed_id = import_upload_keep(
-            event=event, user=request.user, data=data, notify=notify, rows=rows
-        )
+        signed_id = import_upload_keep(**kept, rows=rows)
         confirm = ConfirmForm(initial={"upload": signed_id})
         return {"report": report, "confirm_form": confirm, "preview_rows": REPORT_ROWS}
 
@@ -154,15 +165,19 @@ class TicketImportMixin:
                     confirm=True,
                 )
                 return redirect(_page(event, job=job))
-            data, notify = import_upload_take(signed_id=signed_id, event=event, user=request.user)
-            report = tickets_import_text(
+            kept = import_upload_take(signed_id=signed_id, event=event, user=request.user)
+            report = tickets_import_file(
                 event=event,
-                text=upload_decoded(data),
+                data=kept.data,
+                file_format=kept.file_format,
                 user=request.user,
-                notify=notify,
+                notify=kept.notify,
                 dry_run=False,
             )
-        except (UploadGone, CsvUnreadable, ApplicationError) as exc:
+        except FileUnreadable as exc:
+            self.message_user(request, _unreadable(exc), level="error")
+            return redirect(_page(event))
+        except (UploadGone, ApplicationError) as exc:
             self.message_user(request, exc.message, level="error")
             return redirect(_page(event))
         return self._imported(request, event, report.created, report.existing, report.rejected)
@@ -203,6 +218,17 @@ class TicketImportMixin:
         else:
             context["job"] = status
         return TemplateResponse(request, TEMPLATE, context)
+
+
+def _unreadable(exc: FileUnreadable) -> str:
+    """Why the file cannot be imported, with what staff can do about a CSV file's encoding."""
+    if exc.code == "encoding":
+        return (
+            exc.message
+            + " "
+            + _("Save it from Excel as CSV UTF-8 (.csv), or upload the workbook (.xlsx) itself.")
+        )
+    return exc.message
 
 
 def _page(event, **params) -> str:

@@ -3,7 +3,8 @@ revokes their tickets) through the same service as the API."""
 
 from django import forms
 from django.contrib import admin
-from django.utils.translation import ngettext
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from events.admin import EventFilter
 from organizers.admin_scoping import OrganizerScopedAdmin, can_manage, person_with_account
@@ -39,7 +40,7 @@ class OrderAdmin(OrganizerScopedAdmin):
     list_select_related = ["event"]
     list_filter = ["status", "kind", EventFilter]
     search_fields = ["id__exact", "buyer_email", "buyer_firstname", "buyer_lastname"]
-    search_help_text = "Order number (exact), buyer email or name (contains)."
+    search_help_text = gettext_lazy("Order number (exact), buyer email or name (contains).")
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False
@@ -48,7 +49,7 @@ class OrderAdmin(OrganizerScopedAdmin):
     fieldsets = [
         (None, {"fields": ["event", "status", "kind", "paid_at", "cancelled_at"]}),
         (
-            "Buyer",
+            gettext_lazy("Buyer"),
             {
                 "fields": [
                     "buyer_firstname",
@@ -60,7 +61,7 @@ class OrderAdmin(OrganizerScopedAdmin):
                 ]
             },
         ),
-        ("Dates", {"fields": ["created_at", "updated_at"]}),
+        (gettext_lazy("Dates"), {"fields": ["created_at", "updated_at"]}),
     ]
     readonly_fields = [
         "event",
@@ -84,11 +85,11 @@ class OrderAdmin(OrganizerScopedAdmin):
         return actions
 
     # Not named `buyer`: the admin would show the model field of that name (the account).
-    @admin.display(description="buyer", ordering="buyer_lastname")
+    @admin.display(description=gettext_lazy("buyer"), ordering="buyer_lastname")
     def buyer_with_account(self, obj):
         return person_with_account(_buyer_name(obj), obj.buyer)
 
-    @admin.display(description="account")
+    @admin.display(description=gettext_lazy("account"))
     def buyer_account(self, obj):
         return str(obj.buyer) if obj.buyer_id else "—"
 
@@ -97,34 +98,38 @@ class OrderAdmin(OrganizerScopedAdmin):
         if form.changed_data:
             obj.save(update_fields=[*form.changed_data, "updated_at"])
 
-    @admin.action(description="Cancel orders (revokes their tickets)…", permissions=["manage"])
+    @admin.action(
+        description=gettext_lazy("Cancel orders (revokes their tickets)…"), permissions=["manage"]
+    )
     def cancel_orders(self, request, queryset):
         orders = list(queryset.select_related("event").order_by("pk")[: MAX_ACTION_ORDERS + 1])
         if len(orders) > MAX_ACTION_ORDERS:
             self.message_user(
-                request, f"Select at most {MAX_ACTION_ORDERS} orders per action.", "error"
+                request,
+                _("Select at most %(count)d orders per action.") % {"count": MAX_ACTION_ORDERS},
+                "error",
             )
             return None
         if "apply" not in request.POST:
             return self.action_page(
                 request,
                 action="cancel_orders",
-                title="Cancel orders",
+                title=_("Cancel orders"),
                 form=forms.Form(),
                 objects=orders,
                 describe=lambda o: (
-                    f"Order #{o.pk} — {_buyer_name(o)} <{o.buyer_email}> "
+                    _("Order #%(id)s") % {"id": o.pk} + f" — {_buyer_name(o)} <{o.buyer_email}> "
                     f"({o.get_status_display()}, {o.event.title})"
                 ),
-                button="Cancel these orders and revoke their tickets",
+                button=_("Cancel these orders and revoke their tickets"),
             )
         actor = Actor(user=request.user)
 
         def cancel(order: Order) -> str | None:
             if not can_manage(request, order.event.organizer_id):
-                return "only owners and admins may cancel orders"
+                return _("only owners and admins may cancel orders")
             if order.status == Order.Status.CANCELLED:
-                return "already cancelled"
+                return _("already cancelled")
             order_cancel(order_id=order.pk, actor=actor)
             return None
 
@@ -135,6 +140,6 @@ class OrderAdmin(OrganizerScopedAdmin):
             done_message=lambda done: (
                 ngettext("Cancelled %d order.", "Cancelled %d orders.", done) % done
             ),
-            label=lambda order: f"Order #{order.pk}",
+            label=lambda order: _("Order #%(id)s") % {"id": order.pk},
         )
         return None

@@ -5,15 +5,16 @@ services as the API."""
 from django.contrib import admin, messages
 from django.contrib.admin.views.main import SEARCH_VAR
 from django.db.models import F, Q
-from django.utils import formats, timezone
 from django.utils.text import smart_split, unescape_string_literal
-from django.utils.translation import ngettext
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
 
 from events.admin import EventFilter
 from events.models import TicketType
 from organizers.admin_scoping import OrganizerScopedAdmin, ScopedRelatedFilter, person_with_account
 from ticketing.api.exceptions import ApplicationError
 from ticketing.api.fields import INT32_MAX
+from ticketing.dates import admin_date
 
 from ..exceptions import TicketAlreadyUsed
 from ..filters import ticket_searched_text
@@ -32,7 +33,7 @@ MAX_ACTION_TICKETS = 500
 
 
 class TicketTypeFilter(ScopedRelatedFilter):
-    title = "ticket type"
+    title = gettext_lazy("ticket type")
     parameter_name = "ticket_type_id"
     related_model = TicketType
 
@@ -45,11 +46,11 @@ class TicketTypeFilter(ScopedRelatedFilter):
 
 
 def _local(value) -> str:
-    """A time as the admin shows its date columns: in the site's time zone, in words.
+    """A time as the admin shows its date columns (`ticketing.admin_dates`).
 
     The services' messages carry ISO 8601 times, which are for API clients.
     """
-    return formats.localize(timezone.localtime(value))
+    return admin_date(value)
 
 
 def _search_terms(search_term: str) -> list[str]:
@@ -91,7 +92,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
     list_select_related = ["event", "ticket_type"]
     list_filter = ["status", "kind", EventFilter, TicketTypeFilter]
     search_fields = ["=reference_code", "=nfc_uid", "email", "firstname", "lastname"]
-    search_help_text = "Reference code or NFC UID (exact), email or name (contains)."
+    search_help_text = gettext_lazy("Reference code or NFC UID (exact), email or name (contains).")
     ordering = ["-id"]
     list_per_page = 50
     show_full_result_count = False
@@ -99,10 +100,13 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
     actions = ["revoke", "resend_email", "export_csv", "export_xlsx"]
     fieldsets = [
         (None, {"fields": ["reference_code", "event", "ticket_type", "order", "status", "kind"]}),
-        ("Holder", {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]}),
-        ("Ticket page", {"fields": ["page_link"]}),
-        ("Ticket email", {"fields": ["email_delivery"]}),
-        ("Lifecycle", {"fields": _LIFECYCLE}),
+        (
+            gettext_lazy("Holder"),
+            {"fields": ["firstname", "lastname", "email", "phone", "holder", "nfc_uid"]},
+        ),
+        (gettext_lazy("Ticket page"), {"fields": ["page_link"]}),
+        (gettext_lazy("Ticket email"), {"fields": ["email_delivery"]}),
+        (gettext_lazy("Lifecycle"), {"fields": _LIFECYCLE}),
     ]
     readonly_fields = [
         "reference_code",
@@ -149,15 +153,15 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
         return actions
 
     # Not named `holder`: the admin would show the model field of that name (the account).
-    @admin.display(description="holder", ordering="lastname")
+    @admin.display(description=gettext_lazy("holder"), ordering="lastname")
     def holder_with_account(self, obj):
         return person_with_account(obj.holder_name, obj.holder)
 
-    @admin.display(description="Delivery")
+    @admin.display(description=gettext_lazy("Delivery"))
     def email_delivery(self, obj):
         return email_delivery(obj)
 
-    @admin.display(description="ticket type", ordering="ticket_type__name")
+    @admin.display(description=gettext_lazy("ticket type"), ordering="ticket_type__name")
     def ticket_type_name(self, obj):
         return obj.ticket_type.name
 
@@ -173,7 +177,9 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
         tickets = list(queryset.select_related("event").order_by("pk")[: MAX_ACTION_TICKETS + 1])
         if len(tickets) > MAX_ACTION_TICKETS:
             self.message_user(
-                request, f"Select at most {MAX_ACTION_TICKETS} tickets per action.", messages.ERROR
+                request,
+                _("Select at most %(count)d tickets per action.") % {"count": MAX_ACTION_TICKETS},
+                messages.ERROR,
             )
             return None
         return tickets
@@ -183,26 +189,29 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
         request,
         tickets,
         operation,
-        singular: str,
-        plural: str,
+        done_message,
         *,
-        when_used: str = "already checked in at {time}",
+        when_used=None,
     ) -> None:
-        """Apply `operation` (a service call) to each ticket and report the outcome.
+        """Apply `operation` (a service call) to each ticket and report the outcome;
+        `done_message(n)` says that n were done.
 
-        A used ticket is described by `when_used` with its local check-in time.
+        A used ticket is described by `when_used(time)` with its local check-in time.
         """
 
         def explain(exc: ApplicationError) -> str | None:
             if isinstance(exc, TicketAlreadyUsed):
-                return when_used.format(time=_local(exc.ticket.used_at))
+                time = _local(exc.ticket.used_at)
+                if when_used is None:
+                    return _("already checked in at %(time)s") % {"time": time}
+                return when_used(time)
             return None
 
         self.apply_each(
             request,
             tickets,
             operation,
-            done_message=lambda done: ngettext(singular, plural, done) % done,
+            done_message=done_message,
             label=lambda ticket: ticket.reference_code,
             explain=explain,
         )
@@ -220,7 +229,7 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
             button=button,
         )
 
-    @admin.action(description="Revoke (with a note)…", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Revoke (with a note)…"), permissions=["operate"])
     def revoke(self, request, queryset):
         tickets = self._selected(request, queryset)
         if tickets is None:
@@ -230,10 +239,10 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
             return self._ticket_page(
                 request,
                 action="revoke",
-                title="Revoke tickets",
+                title=_("Revoke tickets"),
                 form=form,
                 tickets=tickets,
-                button="Revoke",
+                button=_("Revoke"),
             )
         actor = Actor(user=request.user)
 
@@ -249,13 +258,14 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
             request,
             tickets,
             revoke,
-            "Revoked %d ticket.",
-            "Revoked %d tickets.",
-            when_used="checked in at {time}; undo the check-in before revoking",
+            lambda n: ngettext("Revoked %d ticket.", "Revoked %d tickets.", n) % n,
+            when_used=lambda time: (
+                _("checked in at %(time)s; undo the check-in before revoking") % {"time": time}
+            ),
         )
         return None
 
-    @admin.action(description="Resend ticket email", permissions=["operate"])
+    @admin.action(description=gettext_lazy("Resend ticket email"), permissions=["operate"])
     def resend_email(self, request, queryset):
         tickets = self._selected(request, queryset)
         if tickets is None:
@@ -264,6 +274,12 @@ class TicketAdmin(TicketPageToolsMixin, TicketImportMixin, OrganizerScopedAdmin)
             request,
             tickets,
             lambda ticket: ticket_email_resend(ticket=ticket),
-            "Queued the ticket email of %d ticket.",
-            "Queued the ticket emails of %d tickets.",
+            lambda n: (
+                ngettext(
+                    "Queued the ticket email of %d ticket.",
+                    "Queued the ticket emails of %d tickets.",
+                    n,
+                )
+                % n
+            ),
         )

@@ -10,8 +10,8 @@ from django.db.models import Exists, OuterRef
 
 from events.models import CheckInType, Event
 from ticketing.api.exceptions import NotFound
+from ticketing.api.fields import iso
 
-from ..gate_types import iso
 from ..models import Ticket, TicketFormAnswer
 from ..selectors import with_form_answers
 

@@ -22,7 +22,7 @@ from typing import BinaryIO
 from django.db.models import Count, QuerySet
 from django.utils import timezone
 
-from events.pricing import satangs_to_decimal_string
+from ticketing.api.fields import satangs_to_decimal_string
 
 from ..models import Order, Ticket
 

@@ -28,15 +28,14 @@ from accounts.models import User
 from events.models import Event
 from ticketing.api.exceptions import ApplicationError
 
-from .csv_input import CsvUnreadable
+from .csv_input import FileUnreadable
 from .import_upload import (
     CONFIRM_WITHIN_SECONDS,
     ImportReport,
     UploadGone,
     import_upload_read,
     import_upload_take,
-    tickets_import_text,
-    upload_decoded,
+    tickets_import_file,
 )
 
 # Files with more data rows than this are previewed and imported by a worker.
@@ -135,15 +134,16 @@ def import_job_run(*, job: str, event_id: int, user_id: int, upload: str, confir
     store, key = _store(), _progress_key(job)
     take = import_upload_take if confirm else import_upload_read
     try:
-        data, notify = take(signed_id=upload, event=event, user=user)
-        report = tickets_import_text(
+        kept = take(signed_id=upload, event=event, user=user)
+        report = tickets_import_file(
             event=event,
-            text=upload_decoded(data),
+            data=kept.data,
+            file_format=kept.file_format,
             user=user,
-            notify=notify,
+            notify=kept.notify,
             dry_run=not confirm,
             progress=lambda done: store.set(key, done, CONFIRM_WITHIN_SECONDS),
         )
-    except (UploadGone, CsvUnreadable, ApplicationError) as exc:
+    except (UploadGone, FileUnreadable, ApplicationError) as exc:
         return {"error": exc.message or _("The import failed.")}
     return report_as_dict(report)

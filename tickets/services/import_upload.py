@@ -1,5 +1,5 @@
-"""Importing an uploaded CSV text (the admin's import): a preview that writes nothing, then the
-import itself, both through `TicketImporter`, the row service of `import_tickets`.
+"""Importing an uploaded file, CSV or XLSX (the admin's import): a preview that writes nothing,
+then the import itself, both through `TicketImporter`, the row service of `import_tickets`.
 
 The preview runs the import's checks (in a transaction that is rolled back, should a race send
 a batch down the row-by-row path), so it sees quotas, taken codes and earlier imports as the
@@ -11,7 +11,7 @@ few MB is sent once, not posted back with the confirmation.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from itertools import islice
@@ -26,7 +26,8 @@ from events.models import Event
 
 from ..models import ImportUpload
 from .common import Actor
-from .csv_input import CsvUnreadable, csv_header, csv_lines, csv_rows
+from .csv_input import FileUnreadable, csv_header
+from .import_files import file_rows
 from .importing import IMPORT_BATCH_ROWS, ImportRollback, RowOutcome, TicketImporter
 
 # Outcomes kept for the page beyond the rejected ones, which are all kept.
@@ -47,6 +48,13 @@ class UploadGone(Exception):
         super().__init__(self.message)
 
 
+@dataclass(frozen=True)
+class KeptUpload:
+    data: bytes
+    notify: bool
+    file_format: str  # "csv" or "xlsx" (`import_files.import_format`)
+
+
 @dataclass
 class ImportReport:
     outcomes: list[RowOutcome] = field(default_factory=list)
@@ -55,36 +63,38 @@ class ImportReport:
     rejected: int = 0
 
 
-def upload_decoded(data: bytes) -> str:
-    """The upload's text (UTF-8, BOM allowed). Raises: CsvUnreadable (with the line)."""
-    return "".join(csv_lines(io.BytesIO(data), "utf-8-sig"))
+def _rows(data: bytes, file_format: str) -> Iterator[tuple[int, list[str]]]:
+    """The upload's rows: comma-separated UTF-8 (BOM allowed), or a workbook's first sheet."""
+    return file_rows(io.BytesIO(data), file_format)
 
 
-def upload_rows(text: str) -> int:
-    """How many data rows the text holds (the header not counted). Raises: CsvUnreadable."""
-    return max(sum(1 for _ in csv_rows(io.StringIO(text, newline=""), ",")) - 1, 0)
+def upload_rows(data: bytes, file_format: str) -> int:
+    """How many data rows the upload holds (the header not counted), read through once: a
+    file that cannot be read is refused here, before it is kept. Raises: FileUnreadable."""
+    return max(sum(1 for _ in _rows(data, file_format)) - 1, 0)
 
 
-def tickets_import_text(
+def tickets_import_file(
     *,
     event: Event,
-    text: str,
+    data: bytes,
+    file_format: str,
     user: User,
     notify: bool,
     dry_run: bool,
     progress: Callable[[int], None] | None = None,
 ) -> ImportReport:
-    """Import `text` (comma-separated, with a header) into `event`, a batch per transaction;
-    with `dry_run`, everything is rolled back and the report says what would happen.
-    `progress` is told the rows done after each batch.
+    """Import the file `data` (CSV or XLSX, with a header) into `event`, a batch per
+    transaction; with `dry_run`, everything is rolled back and the report says what would
+    happen. `progress` is told the rows done after each batch.
 
-    Raises: CsvUnreadable, EventNotActive.
+    Raises: FileUnreadable, EventNotActive.
     Locks: the ticket types' rows, one batch at a time (none in a preview).
     """
-    rows = csv_rows(io.StringIO(text, newline=""), ",")
+    rows = _rows(data, file_format)
     first = next(rows, None)
     if first is None:
-        raise CsvUnreadable(_("The file is empty; the first line must name the columns."))
+        raise FileUnreadable(_("The file is empty; the first line must name the columns."))
     importer = TicketImporter(
         event=event,
         header=csv_header(first[1]),
@@ -117,19 +127,20 @@ def tickets_import_text(
 
 
 def import_upload_keep(
-    *, event: Event, user: User, data: bytes, notify: bool, rows: int = 0
+    *, event: Event, user: User, data: bytes, file_format: str, notify: bool, rows: int = 0
 ) -> str:
     """Keep an upload for its confirmation; returns the signed id naming it, which only `user`
     can confirm, for `event`. Uploads over a day old, anyone's, are deleted on the way."""
     ImportUpload.objects.filter(created_at__lt=timezone.now() - KEEP_UPLOADS).delete()
     upload = ImportUpload.objects.create(event=event, uploaded_by=user, data=data)
     claim = {"upload": upload.pk, "user": user.pk, "event": event.pk, "notify": notify}
-    return signing.dumps(claim | {"rows": rows}, salt=SIGNING_SALT)
+    claim |= {"rows": rows, "format": file_format}
+    return signing.dumps(claim, salt=SIGNING_SALT)
 
 
 def import_upload_claim(*, signed_id: str, event: Event, user: User) -> dict:
-    """What the signed id says (`upload`, `notify`, `rows`), if `user` may import it into
-    `event`. Raises: UploadGone."""
+    """What the signed id says (`upload`, `notify`, `rows`, `format`), if `user` may import it
+    into `event`. Raises: UploadGone."""
     try:
         claim = signing.loads(signed_id, salt=SIGNING_SALT, max_age=CONFIRM_WITHIN_SECONDS)
     except signing.BadSignature:  # SignatureExpired too
@@ -139,8 +150,13 @@ def import_upload_claim(*, signed_id: str, event: Event, user: User) -> dict:
     return claim
 
 
-def import_upload_read(*, signed_id: str, event: Event, user: User) -> tuple[bytes, bool]:
-    """The file kept for a preview, and whether to notify; it stays. Raises: UploadGone."""
+def _kept(claim: dict, data: bytes) -> KeptUpload:
+    # An id signed before workbooks were taken names a CSV file.
+    return KeptUpload(bytes(data), claim["notify"], claim.get("format", "csv"))
+
+
+def import_upload_read(*, signed_id: str, event: Event, user: User) -> KeptUpload:
+    """The file kept for a preview, and how to import it; it stays. Raises: UploadGone."""
     claim = import_upload_claim(signed_id=signed_id, event=event, user=user)
     data = (
         ImportUpload.objects.filter(pk=claim["upload"], uploaded_by=user, event=event)
@@ -149,12 +165,12 @@ def import_upload_read(*, signed_id: str, event: Event, user: User) -> tuple[byt
     )
     if data is None:
         raise UploadGone
-    return bytes(data), claim["notify"]
+    return _kept(claim, data)
 
 
 @transaction.atomic
-def import_upload_take(*, signed_id: str, event: Event, user: User) -> tuple[bytes, bool]:
-    """The file a preview kept, and whether to notify, removed so that it is imported once.
+def import_upload_take(*, signed_id: str, event: Event, user: User) -> KeptUpload:
+    """The file a preview kept, and how to import it, removed so that it is imported once.
 
     Raises: UploadGone.
     Locks: the upload's row until commit: a second click waits, then finds it gone.
@@ -168,4 +184,4 @@ def import_upload_take(*, signed_id: str, event: Event, user: User) -> tuple[byt
     if upload is None:
         raise UploadGone
     upload.delete()
-    return bytes(upload.data), claim["notify"]
+    return _kept(claim, upload.data)

@@ -1,4 +1,5 @@
-"""Importing tickets from CSV rows: what `import_tickets` and the admin's import share.
+"""Importing tickets from the rows of a CSV file or a workbook: what `import_tickets` and the
+admin's import share.
 
 Each row gets the checks of `ticket_create` (holder details, reference codes, `external_id`
 replay, quotas, an active event), but a batch of rows is checked in Python against a few
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from django.db import IntegrityError, transaction
+from django.utils.translation import gettext as _
 
 from events.models import Event, TicketType
 from events.services import ticket_type_claim_up_to, ticket_type_places_left
@@ -27,7 +29,9 @@ from ..selectors import tickets_for_output
 from .common import Actor
 from .csv_input import Header
 from .holders import Holder, holder_clean, is_same_creation
+from .import_rows import RowRejected, TicketTypes
 from .issuing import Issue, ticket_built, ticket_create, tickets_issue
+from .xlsx_input import UnreadableCell
 
 logger = logging.getLogger(__package__)
 
@@ -48,10 +52,6 @@ _MAX_LENGTHS = {
     for name in ("firstname", "lastname", "email", "phone", "external_id", "reference_code")
 }
 _CODE_DRAWS = 5
-
-
-class RowRejected(Exception):
-    pass
 
 
 def _reason(exc: ApplicationError) -> str:
@@ -83,33 +83,9 @@ class _Candidate:
     twin: _Candidate | None = None  # an earlier row of the batch with the same external_id
 
 
-class TicketTypes:
-    """Resolve the `ticket_type` cell: an id of this event's ticket type, or its name."""
-
-    def __init__(self, event: Event):
-        self.by_id: dict[int, TicketType] = {}
-        self.by_name: dict[str, list[TicketType]] = {}
-        for ticket_type in TicketType.objects.filter(event=event):
-            self.by_id[ticket_type.pk] = ticket_type
-            self.by_name.setdefault(ticket_type.name.strip().casefold(), []).append(ticket_type)
-
-    def resolve(self, value: str) -> TicketType:
-        value = value.strip()
-        if not value:
-            raise RowRejected("ticket_type is empty")
-        if value.isascii() and value.isdigit() and int(value) in self.by_id:
-            return self.by_id[int(value)]
-        matches = self.by_name.get(value.casefold(), [])
-        if len(matches) == 1:
-            return matches[0]
-        if matches:
-            ids = ", ".join(str(t.pk) for t in matches)
-            raise RowRejected(f"ticket type name '{value}' is ambiguous (ids {ids}); use the id")
-        raise RowRejected(f"no ticket type '{value}' in this event")
-
-
 class TicketImporter:
-    """Issues an event's tickets from CSV rows, a batch at a time, in the caller's transaction.
+    """Issues an event's tickets from a file's rows, a batch at a time, in the caller's
+    transaction.
 
     Tickets are paid external tickets in orders of their own, not counted against `api_quota`
     (as `ticket_create(via_api=False)`), with the `ticket.created` webhook event and, when
@@ -167,12 +143,20 @@ class TicketImporter:
         header = self.header
         # A shifted row (an unquoted comma in a name) must not land in the wrong columns.
         if len(cells) != header.width:
-            raise RowRejected(f"{len(cells)} cells where the header has {header.width}")
+            raise RowRejected(
+                _("%(cells)d cells where the header has %(width)d")
+                % {"cells": len(cells), "width": header.width}
+            )
         values = {}
         for name, index in header.columns.items():
+            if isinstance(cells[index], UnreadableCell):  # a workbook's formula or date
+                raise RowRejected(f"{name}: {cells[index].reason}")
             value = cells[index].strip()
             if len(value) > _MAX_LENGTHS.get(name, len(value)):
-                raise RowRejected(f"{name}: longer than {_MAX_LENGTHS[name]} characters")
+                raise RowRejected(
+                    _("%(name)s: longer than %(max)d characters")
+                    % {"name": name, "max": _MAX_LENGTHS[name]}
+                )
             values[name] = value
         outcome.values = values
         ticket_type = self.types.resolve(values["ticket_type"])
@@ -258,7 +242,9 @@ class TicketImporter:
             if code and candidate.twin is None:
                 if code in taken:
                     candidate.outcome.status = "rejected"
-                    candidate.outcome.reason = f"Reference code {code} is taken in this event."
+                    candidate.outcome.reason = _(
+                        "Reference code %(code)s is taken in this event."
+                    ) % {"code": code}
                     continue
                 taken.add(code)
             kept.append(candidate)
@@ -285,7 +271,9 @@ class TicketImporter:
             admitted.extend(group[:room])
             for candidate in group[room:]:
                 candidate.outcome.status = "rejected"
-                candidate.outcome.reason = f"Ticket type '{ticket_type.name}' has no places left."
+                candidate.outcome.reason = _("Ticket type '%(name)s' has no places left.") % {
+                    "name": ticket_type.name
+                }
         return sorted(admitted, key=lambda c: c.outcome.line)
 
     def _drawn_codes(self, candidates: list[_Candidate]) -> dict[int, str]:
@@ -297,7 +285,7 @@ class TicketImporter:
         used = {c.reference_code for c in candidates if c.reference_code}
         codes: dict[int, str] = {}
         pending = [c for c in candidates if not c.reference_code]
-        for _ in range(_CODE_DRAWS):
+        for _draw in range(_CODE_DRAWS):
             if not pending:
                 return codes
             drawn = {}

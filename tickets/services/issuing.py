@@ -2,7 +2,7 @@
 
 Capacity is claimed with the ticket type's conditional UPDATE, whose row lock serialises every
 sale of the type, so it is held as briefly as can be. On PostgreSQL the API's creation is one
-statement that claims and writes everything (`issue_statement`): the lock lasts that statement.
+statement that claims and writes everything (`statements.issue`): the lock lasts that statement.
 Elsewhere (SQLite; the importer's batches) the claim is the last statement before COMMIT
 (`ticket_type_claim_places`), after the inserts. The unique constraints on `external_id` and
 `reference_code` are the last word on duplicates: a replay that loses the race to its twin
@@ -11,17 +11,15 @@ answers with the winner's ticket.
 
 from __future__ import annotations
 
-import functools
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from events.models import Event, TicketType
 from events.selectors import event_get_for_organizer
-from events.services import ticket_type_claim_places
+from events.services import ticket_type_claim_places, ticket_type_claim_sql
 from ticketing.api.exceptions import InvalidParameters, NotFound
 from ticketing.db import atomic_retrying_once
 
@@ -35,15 +33,22 @@ from ..exceptions import (
 )
 from ..models import Order, Ticket
 from ..selectors import ticket_for_output, with_form_answers
+from ..statements.issue import Claim, ticket_issue
 from .common import Actor, violates
 from .holders import Holder, holder_clean, is_same_creation
-from .issue_statement import issuing_statement_available, ticket_issue_statement
 from .publishing import Type, tickets_event_record
 
 # One logger for every ticket service, as operators (and the import command) know it.
 logger = logging.getLogger(__package__)
 
 _REFERENCE_CODE_DRAWS = 5
+# events' capacity rule, as the issuing statement claims a place (`statements.issue`).
+_CLAIM = Claim(sql=ticket_type_claim_sql(name="claim"), places=ticket_type_claim_places)
+
+
+def issuing_statement_available() -> bool:
+    """Whether the API's creation can be one statement (`statements.issue`): PostgreSQL."""
+    return transaction.get_connection().vendor == "postgresql"
 
 
 @dataclass(frozen=True)
@@ -62,16 +67,19 @@ class Issue:
     external_id: str | None = None
 
 
-def _replay(
-    ticket: Ticket, *, ticket_type_id: int, holder: Holder, reference_code: str | None
-) -> TicketCreateResult:
-    if not is_same_creation(
-        ticket, ticket_type_id=ticket_type_id, holder=holder, reference_code=reference_code
-    ):
-        raise DuplicateExternalId(
-            f"Ticket {ticket.reference_code} already has this external_id, with other details."
-        )
-    return TicketCreateResult(ticket=ticket, idempotent=True)
+@dataclass(frozen=True)
+class _Creation:
+    """One creation as the client asked for it, checked: what every step below reads."""
+
+    organizer_id: int
+    event_id: int
+    ticket_type_id: int
+    holder: Holder
+    external_id: str | None
+    reference_code: str | None  # chosen by the client; else each try draws one
+    via_api: bool
+    notify: bool
+    actor: Actor
 
 
 def ticket_create(*, event: Event, **details) -> TicketCreateResult:
@@ -114,35 +122,26 @@ def _create(
     actor: Actor,
     via_api: bool = True,
 ) -> TicketCreateResult:
-    """`ticket_create` in the event of `event_id`, loaded (`event`) or not read yet (None)."""
-    holder = holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone)
-    external_id = (external_id or "").strip() or None
-    reference_code = _chosen_code(reference_code)
-    replay = functools.partial(
-        _replay, ticket_type_id=ticket_type_id, holder=holder, reference_code=reference_code
-    )
-    issued_by = functools.partial(
-        _issued_or_replayed,
+    """`ticket_create` in the event of `event_id`, loaded (`event`) or not read yet (None).
+
+    On PostgreSQL, for an event not known to be off sale, one statement issues; when it writes
+    nothing, the event and the type are read to tell why. Elsewhere the ORM path issues."""
+    creation = _Creation(
+        organizer_id=organizer_id,
         event_id=event_id,
-        external_id=external_id,
-        chosen_code=reference_code,
-        replay=replay,
+        ticket_type_id=ticket_type_id,
+        holder=holder_clean(firstname=firstname, lastname=lastname, email=email, phone=phone),
+        external_id=(external_id or "").strip() or None,
+        reference_code=_chosen_code(reference_code),
+        via_api=via_api,
+        notify=not suppress_notifications,
         actor=actor,
     )
-    made = functools.partial(
-        _built, event_id=event_id, holder=holder, external_id=external_id, via_api=via_api
-    )
-    notify = not suppress_notifications
     by_statement = issuing_statement_available() and (
         event is None or event.effective_status == Event.Status.ACTIVE
     )
-    if by_statement:
-        named = TicketType(pk=ticket_type_id, event_id=event_id)  # the claim's row is its type
-        statement = functools.partial(
-            _statement_insert, organizer_id=organizer_id, made=made, named=named, notify=notify
-        )
-        if issued := issued_by(insert=statement):
-            return issued
+    if by_statement and (issued := _issued(creation)):
+        return issued
     if event is None:
         event = event_get_for_organizer(organizer_id=organizer_id, event_id=event_id)
     ticket_type = TicketType.objects.filter(event_id=event.pk, pk=ticket_type_id).first()
@@ -152,19 +151,11 @@ def _create(
     # replay on insert. A request that will be refused looks first, as a replay still answers.
     refusal = _refusal(event=event, ticket_type=ticket_type, via_api=via_api, full=by_statement)
     if refusal is not None:
-        return _replayed_or_refused(refusal, event=event, external_id=external_id, replay=replay)
-    insert = functools.partial(
-        _ticket_insert, event=event, ticket_type=ticket_type, made=made, notify=notify
-    )
-    return issued_by(insert=insert)
-
-
-def _replayed_or_refused(refusal: Exception, *, event: Event, external_id, replay):
-    """A refused creation of an `external_id` that exists is still answered as a replay."""
-    existing = external_id and ticket_for_output(event_id=event.pk, external_id=external_id)
-    if existing:
-        return replay(existing)
-    raise refusal
+        existing = creation.external_id and _existing(creation)
+        if existing:
+            return _replay(existing, creation)
+        raise refusal
+    return _issued(creation, event=event, ticket_type=ticket_type)
 
 
 def _chosen_code(reference_code: str | None) -> str | None:
@@ -177,81 +168,110 @@ def _chosen_code(reference_code: str | None) -> str | None:
         raise InvalidParameters(str(exc), fields={"reference_code": [str(exc)]}) from None
 
 
-def _issued_or_replayed(
-    *,
-    event_id: int,
-    insert: Callable[[str], Ticket | None],
-    external_id: str | None,
-    chosen_code: str | None,
-    replay,
-    actor: Actor,
+def _issued(
+    creation: _Creation, *, event: Event | None = None, ticket_type: TicketType | None = None
 ) -> TicketCreateResult | None:
-    """Issue the ticket with the chosen code, or drawn ones until one is free (`insert` of a
-    code: the ticket, or None if nothing was written), or answer with the ticket of its
-    `external_id` when the insert finds one (`replay`). None if `insert` wrote nothing.
+    """Issue the ticket with the chosen code, or drawn ones until one is free: by the issuing
+    statement, or by the ORM in `event` once `ticket_type` is read. An `external_id` the insert
+    finds taken answers as a replay. None if the statement wrote nothing.
 
-    Raises: DuplicateReferenceCode, DuplicateExternalId (via `replay`), what `insert` raises.
+    Raises: DuplicateReferenceCode, DuplicateExternalId, QuotaExceeded (the ORM's claim).
     """
     for _ in range(_REFERENCE_CODE_DRAWS):
+        code = creation.reference_code or reference_code_generate()
         try:
-            ticket = insert(chosen_code or reference_code_generate())
+            if ticket_type is None:
+                ticket = _statement_write(creation, code)
+            else:
+                ticket = _orm_write(creation, code, event=event, ticket_type=ticket_type)
         except IntegrityError as exc:
-            taken_code = violates(exc, "reference_code")
-            if external_id is not None and (taken_code or violates(exc, "external_id")):
-                # A replay, or lost the race to an identical (or conflicting) request; a replay
-                # with its own code may trip the code's constraint first.
-                existing = ticket_for_output(event_id=event_id, external_id=external_id)
-                if existing is not None:
-                    return replay(existing)
-                if not taken_code:  # the winner rolled back after all: try again
-                    continue
-            if taken_code:
-                if chosen_code is not None:
-                    raise DuplicateReferenceCode(
-                        f"Reference code {chosen_code} is taken in this event."
-                    ) from None
-                continue  # a generated code collided: draw another
-            raise
+            if replayed := _taken(creation, exc):
+                return replayed
+            continue
         if ticket is None:
             return None
         logger.info(
             "ticket %s created by user=%s application=%s",
             ticket.pk,
-            getattr(actor.user, "pk", None),
-            getattr(actor.application, "pk", None),
+            getattr(creation.actor.user, "pk", None),
+            getattr(creation.actor.application, "pk", None),
         )
         return TicketCreateResult(ticket=ticket, idempotent=False)
     raise DuplicateReferenceCode("Could not draw a free reference code; try again.")
 
 
-def _built(
-    code: str, *, event_id: int, ticket_type: TicketType, holder: Holder, external_id, via_api
-) -> tuple[Order, Ticket]:
-    """The order and ticket `tickets_issue` would write for one holder, unsaved."""
+def _taken(creation: _Creation, exc: IntegrityError) -> TicketCreateResult | None:
+    """What a unique key found taken means: the replay of the ticket with this `external_id`,
+    or None to try again (a drawn code collided; the winner of a race rolled back).
+
+    Raises: DuplicateReferenceCode (the chosen code), DuplicateExternalId, `exc` (another).
+    """
+    taken_code = violates(exc, "reference_code")
+    if creation.external_id is not None and (taken_code or violates(exc, "external_id")):
+        # A replay, or lost the race to an identical (or conflicting) request; a replay with
+        # its own code may trip the code's constraint first.
+        existing = _existing(creation)
+        if existing is not None:
+            return _replay(existing, creation)
+        if not taken_code:
+            return None  # the winner rolled back after all
+    if not taken_code:
+        raise exc
+    if creation.reference_code is not None:
+        raise DuplicateReferenceCode(
+            f"Reference code {creation.reference_code} is taken in this event."
+        ) from None
+    return None  # a drawn code collided: draw another
+
+
+def _existing(creation: _Creation) -> Ticket | None:
+    return ticket_for_output(event_id=creation.event_id, external_id=creation.external_id)
+
+
+def _replay(ticket: Ticket, creation: _Creation) -> TicketCreateResult:
+    """The answer to a creation sent again. Raises: DuplicateExternalId (other details)."""
+    if not is_same_creation(
+        ticket,
+        ticket_type_id=creation.ticket_type_id,
+        holder=creation.holder,
+        reference_code=creation.reference_code,
+    ):
+        raise DuplicateExternalId(
+            f"Ticket {ticket.reference_code} already has this external_id, with other details."
+        )
+    return TicketCreateResult(ticket=ticket, idempotent=True)
+
+
+def _built(creation: _Creation, code: str, ticket_type: TicketType) -> tuple[Order, Ticket]:
+    """The order and ticket `tickets_issue` would write for the creation, unsaved."""
     now = timezone.now()
-    order = order_built(event_id=event_id, holder=holder, now=now)
+    order = order_built(event_id=creation.event_id, holder=creation.holder, now=now)
     issue = Issue(
-        ticket_type=ticket_type, holder=holder, reference_code=code, external_id=external_id
+        ticket_type=ticket_type,
+        holder=creation.holder,
+        reference_code=code,
+        external_id=creation.external_id,
     )
-    return order, ticket_built(
-        event_id=event_id, issue=issue, order=order, via_api=via_api, now=now
+    ticket = ticket_built(
+        event_id=creation.event_id, issue=issue, order=order, via_api=creation.via_api, now=now
     )
+    return order, ticket
 
 
-def _statement_insert(
-    code: str, *, organizer_id: int, made: Callable, named: TicketType, notify: bool
-) -> Ticket | None:
-    """The ticket with `code` issued by one statement (`issue_statement`), or None if it wrote
-    nothing."""
-    order, ticket = made(code, ticket_type=named)
-    return ticket_issue_statement(
-        event_id=named.event_id,
-        organizer_id=organizer_id,
+def _statement_write(creation: _Creation, code: str) -> Ticket | None:
+    """The ticket with `code` issued by one statement (`statements.ticket_issue`), or None if
+    it wrote nothing (not the organizer's event, not on sale, not its type, no place)."""
+    # The type is not read: the statement's claim finds it, and returns it with the ticket.
+    named = TicketType(pk=creation.ticket_type_id, event_id=creation.event_id)
+    order, ticket = _built(creation, code, named)
+    issued = ticket_issue(
+        claim=_CLAIM,
+        organizer_id=creation.organizer_id,
         order=order,
         ticket=ticket,
-        notify=notify,
-        now=ticket.registered_at,
+        notify=creation.notify,
     )
+    return None if issued is None else with_form_answers(issued, has_answers=False)
 
 
 def _refusal(
@@ -278,19 +298,17 @@ def _refusal(
 
 
 @atomic_retrying_once
-def _ticket_insert(
-    code: str, *, event: Event, ticket_type: TicketType, made: Callable, notify: bool
-) -> Ticket:
-    """Issue the ticket (`tickets_issue`), then claim the place: last, so that the type's row
+def _orm_write(creation: _Creation, code: str, *, event: Event, ticket_type: TicketType) -> Ticket:
+    """Issue the ticket (`tickets_write`), then claim the place: last, so that the type's row
     lock, which every sale of the type waits for, is held only from the claim to the commit.
     No place, and the transaction rolls back with all it inserted.
 
     Raises: QuotaExceeded, IntegrityError (external_id or reference_code taken).
     Locks: the ticket type row (the counter UPDATE), from the last statement until commit.
     """
-    order, ticket = made(code, ticket_type=ticket_type)
-    tickets_write(event=event, orders=[order], tickets=[ticket], notify=notify)
-    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=ticket.issued_via_api):
+    order, ticket = _built(creation, code, ticket_type)
+    tickets_write(event=event, orders=[order], tickets=[ticket], notify=creation.notify)
+    if not ticket_type_claim_places(ticket_type_id=ticket_type.pk, via_api=creation.via_api):
         raise QuotaExceeded(f"Ticket type '{ticket_type.name}' has no places left.")
     return ticket
 

@@ -6,7 +6,8 @@ Order representation, built only when some endpoint wants the event; neither nee
 (`ticket_url` is built from `SITE_URL`), so a payload is the same whichever interface made the
 change. The one-statement paths (the gate's admission, the API's creation) cannot build it in
 the request: the statement records the event with the ticket's row as it left it, and the
-event's dispatch renders the same representation from that row (`ticket_statement_event_sql`).
+event's dispatch renders the same representation from that row (`ticket_row_render`, the
+renderer of the `ticket.*` types).
 """
 
 from __future__ import annotations
@@ -20,16 +21,13 @@ from django_tasks import task
 from events.models import TicketType
 from webhooks.models import WebhookEvent
 from webhooks.selectors import webhook_wants
-from webhooks.services import (
-    webhook_event_insert_params,
-    webhook_event_record,
-    webhook_events_record,
-)
-from webhooks.statements import event_insert_sql
+from webhooks.services import webhook_event_record, webhook_events_record
+from webhooks.statements import event_insert_params
 
 from ..models import Order, Ticket
 from ..selectors import orders_for_output, tickets_for_output, with_form_answers_of
 from ..serializers import OrderSerializer, TicketSerializer
+from ..statements.issue import TICKET_EVENT, ticket_event_sql
 
 Type = WebhookEvent.Type
 
@@ -79,63 +77,37 @@ def order_cancelled_record(*, organizer_id: int, order: Order, revoked: Iterable
 
 # --- Events recorded by a statement: the gate's admission, the API's creation ---------------
 
-_STATEMENT_EVENT = "webhook_event"
-
-
-def ticket_statement_event_sql(*, ticket: str) -> str:
-    """A clause of a WITH that records an event for the ticket `ticket` yields (the name of a
-    query returning the ticket's row), with that row and its ticket type's, from which its
-    dispatch renders the event's data (`ticket_row_render`). For the statements that change a
-    ticket in one round trip; values: `ticket_statement_event_params`."""
-    return event_insert_sql(
-        name=_STATEMENT_EVENT,
-        source=f"{ticket} JOIN {TicketType._meta.db_table} AS changed_type"
-        f" ON changed_type.id = {ticket}.ticket_type_id",
-        rows=f"jsonb_build_object('ticket', to_jsonb({ticket}),"
-        " 'ticket_type', to_jsonb(changed_type))",
-    )
-
-
-def ticket_statement_event_params(
-    *, organizer_id: int, event_id: int, type: Type, at: datetime
-) -> dict:
-    """The values of `ticket_statement_event_sql` for one change of `type`, made `at`."""
-    return webhook_event_insert_params(
-        name=_STATEMENT_EVENT,
-        organizer_id=organizer_id,
-        event_id=event_id,
-        type=type,
-        at=at,
-        renderer=f"{__name__}.{ticket_row_render.__name__}",
-    )
-
 
 def ticket_checked_in_sql(*, admitted: str) -> str:
-    """`ticket_statement_event_sql` for the gate's admission."""
-    return ticket_statement_event_sql(ticket=admitted)
+    """The clause of the gate's admission that records `ticket.checked_in` for the ticket its
+    `admitted` query yields (`statements.issue.ticket_event_sql`)."""
+    return ticket_event_sql(ticket=admitted)
 
 
 def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) -> dict:
-    """The values of `ticket_checked_in_sql` for one admission, made `at`."""
-    return ticket_statement_event_params(
-        organizer_id=organizer_id, event_id=event_id, type=Type.TICKET_CHECKED_IN, at=at
+    """The values of `ticket_checked_in_sql` for one admission, made `at`: those of
+    `statements.issue.ticket_event_params`, asked of webhooks' `event_insert_params` here, as
+    every admission asks them."""
+    return event_insert_params(
+        name=TICKET_EVENT,
+        organizer_id=organizer_id,
+        event_id=event_id,
+        type=Type.TICKET_CHECKED_IN,
+        at=at,
     )
 
 
 def ticket_row_render(events: list[WebhookEvent]) -> dict[str, dict]:
     """The data of events a statement recorded: the API's Ticket as that statement left it
     (`source`: the rows of the ticket and its type), for all of them in one pass. The form
-    answers are read now: neither an admission nor a creation writes them."""
+    answers are read now: neither an admission nor a creation writes them. The renderer of the
+    `ticket.*` types (`webhooks.renderers`, registered by `TicketsConfig.ready()`)."""
     tickets = {event.pk: _ticket_from(event.source) for event in events}
     for ticket in tickets.values():
         ticket.has_answers = True  # not in the row: ask, for all of them in one query
     with_form_answers_of(list(tickets.values()))
     serializer = TicketSerializer()
     return {pk: {"ticket": serializer.to_representation(t)} for pk, t in tickets.items()}
-
-
-# The renderer named by the rows the gate recorded before it rendered every type's.
-ticket_checked_in_render = ticket_row_render
 
 
 @task(queue_name="webhooks")
@@ -146,9 +118,7 @@ def ticket_checked_in_publish(
     progress): recorded in the outbox as the statement now records it."""
     if envelope is None:  # its event's row was written by that statement: render it there
         WebhookEvent.objects.filter(pk=webhook_event_id, payload__data=None).update(
-            source=admitted,
-            renderer=f"{__name__}.{ticket_row_render.__name__}",
-            dispatched_at=None,
+            source=admitted, dispatched_at=None
         )
         return
     created_at = datetime.fromisoformat(envelope["created_at"])
@@ -161,7 +131,6 @@ def ticket_checked_in_publish(
                 payload=envelope,
                 created_at=created_at,
                 source=admitted,
-                renderer=f"{__name__}.{ticket_row_render.__name__}",
             )
         ],
         ignore_conflicts=True,

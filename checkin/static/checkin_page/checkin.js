@@ -9,20 +9,32 @@
  * into IndexedDB from the sync feed and kept fresh by cursor; when the API does not answer within
  * a short timeout, a scan is decided from that copy by the offline rules and queued with its own
  * scan id; the queue is uploaded with the batch endpoint when the network returns, and a scan the
- * server refuses after the fact is listed for staff.
+ * server refuses after the fact is listed for staff. Every scan has its scan id (§7) from the
+ * start: sent online, sent again when the answer is lost, kept when the scan is queued, so the
+ * server applies it once however it arrives. A signed code (§14) of a ticket sold after the last
+ * sync is verified on the device (signed_codes.js) and admitted from what it carries.
+ *
+ * A device changes hands (§15): the copy and the queue are the signed-in member's (config.user_id)
+ * and every queued scan names its author. Signing out uploads the queue first when online (for a
+ * few seconds at most), seals what could not go up to its author, deletes the member's copy and
+ * the cached page, and only then ends the session. A page whose sign-in was ended on this device
+ * (opened later from a cache, or rendered for a session whose sign-out never reached the server)
+ * admits nobody.
  */
 (function () {
   "use strict";
 
   var config = JSON.parse(document.getElementById("checkin-config").textContent);
   var L = config.labels;
+  var me = config.user_id || null;
+  var signOutForm = document.querySelector("form.signout");
   var csrf = document.querySelector('meta[name="csrf-token"]').content;
   var $ = function (id) { return document.getElementById(id); };
   var els = {
     event: $("event"), typeRow: $("type-row"), type: $("check-in-type"),
     result: $("result"), title: $("result-title"), name: $("result-name"),
     detail: $("result-detail"), undo: $("undo"), counts: $("counts"),
-    manual: $("manual"), code: $("code"), toggle: $("camera-toggle"),
+    manual: $("manual"), code: $("code"), toggle: $("camera-toggle"), gate: $("gate"),
     cameraStatus: $("camera-status"), video: $("video"),
     freshness: $("freshness"), conflicts: $("conflicts"), conflictList: $("conflict-list"),
     conflictsClear: $("conflicts-clear"),
@@ -32,6 +44,7 @@
   var lastAdmission = null;  // {ticketId, name, typeId}
   var admittedHere = {};     // reference code -> time this device admitted it
   var busy = false;
+  var closed = false;        // signed out, or nobody signed in: the page admits nobody
   var stream = null;
   var statsTimer = null;
   // The page's language and its calendar (Thai: Buddhist era), not the browser's own.
@@ -159,24 +172,32 @@
     return event.check_in_types.length ? [Number(els.type.value)] : undefined;
   }
 
+  var signed = window.checkinSigned;
+
   function scan(code) {
-    code = (code || "").trim().toUpperCase();
+    code = (code || "").trim();
+    // A signed code (CONTRACT §14) is base64url: its case matters; a printed code's does not.
+    if (!signed.isSigned(code)) code = code.toUpperCase();
     var event = currentEvent();
-    if (!code) return;
+    if (!code || closed) return;
     if (!event) { show("refused", L.refused, "", L.pick_event); return; }
     if (event.check_in_types.length && !els.type.value) { show("refused", L.refused, "", L.pick_type); return; }
+    var gate = gateName();
+    if (!gate) { show("refused", L.refused, "", L.name_gate); els.gate.focus(); return; }
     if (busy) return;
-    busy = true;
-    els.result.classList.add("result-busy");
+    setBusy(true);
     var started = performance.now();
     var done = function () {
-      busy = false;
-      els.result.classList.remove("result-busy");
+      setBusy(false);
       refreshCounts();
       syncSoon();
     };
+    var undecided = function (error) {
+      notDecided(started, error);
+      done();
+    };
     if (net.offline) {
-      decideOffline(event, code, started).then(done, done);
+      decideOffline(event, code, started).then(done, undecided);
       return;
     }
     // Admitted here while offline and not yet uploaded: the server does not know it yet.
@@ -187,28 +208,39 @@
       return;
     }
     // Past the timeout the door is answered from the copy, but the request is left to finish: if
-    // the server admitted after all, the scan queued meanwhile is its duplicate and is dropped.
+    // the server admitted after all, the scan queued meanwhile is settled. The scan keeps its id
+    // (§7) whichever way it goes: asked again, queued or uploaded, it is applied once.
     var decided = false, queued = null, id = scanId();
+    var body = { reference_code: code, check_in_type_ids: typeIds(event), note: gate, scan_id: id };
     var timer = setTimeout(function () {
       decided = true;
-      inFlight[id] = true;  // not uploaded while the request may still admit
       markOffline();
       queued = decideOffline(event, code, started, id);
-      queued.then(done, done);
+      queued.then(done, undecided);
     }, config.online_timeout_ms);
-    api("POST", eventPath(event) + "/tickets/checkin",
-        { reference_code: code, check_in_type_ids: typeIds(event) }, false, LATE_ANSWER_MS)
+    retrying(function () {
+      return api("POST", eventPath(event) + "/tickets/checkin", body, false, LATE_ANSWER_MS);
+    }, function () { return !decided; })
       .then(function (r) {
         clearTimeout(timer);
         markOnline();
-        if (!decided) { decided = true; explain(r, code, event); done(); return; }
+        if (!decided) {
+          decided = true;
+          explain(r, code, event);
+          // The next scan waits until the copy holds this answer (§15): a network drop right
+          // after must not let the same ticket in twice.
+          copy.learn(event.id, r.status, r.data, "check_in").then(done, done);
+          return;
+        }
         queued.then(function (record) {
-          return r.status === 200 && r.data.success ? settleLate(record) : null;
-        }).finally(function () { delete inFlight[id]; });
+          return copy.learn(event.id, r.status, r.data, "check_in").catch(function () {}).then(function () {
+            return r.status === 200 && r.data.success ? settleLate(record) : null;
+          });
+        }, function () { /* not decided here: the door was told so */ });
       })
       .catch(function (error) {
         clearTimeout(timer);
-        if (decided) { delete inFlight[id]; return; }
+        if (decided) return;  // queued with its id: the upload asks again
         decided = true;
         if (error && error.message === "session") {
           show("refused", L.refused, "", L.session_over);
@@ -216,12 +248,57 @@
           return;
         }
         markOffline();
-        decideOffline(event, code, started).then(done, done);
+        decideOffline(event, code, started, id).then(done, undecided);
       });
   }
 
+  // A scan the copy could not decide or show (the browser's storage failed) says so: the door is
+  // never left without an answer, and scanning again asks the copy afresh (an admission it did
+  // store is then "already used by this device").
+  function notDecided(started, error) {
+    if (window.console) console.error("scan not decided:", error);
+    show("refused", L.refused, "", L.not_decided);
+    els.result.dataset.decidedMs = (performance.now() - started).toFixed(1);
+  }
+
+  // A lost answer (a dropped connection, a restarted server, a 5xx) is asked again with the same
+  // body, scan id included, while `wanted()`: the server applies a scan id once and
+  // answers a repeat with its first answer (`replayed: true`), so the door hears "admitted", not
+  // "already used" for its own admission. The first retry goes at once: a connection that
+  // dropped is usually a fresh one away.
+  var RETRY_AFTER_MS = [0, 250, 750];
+
+  function later(ms) {
+    return ms ? new Promise(function (resolve) { setTimeout(resolve, ms); }) : Promise.resolve();
+  }
+
+  function retrying(send, wanted, tries) {
+    tries = tries || 0;
+    var more = function () { return tries < RETRY_AFTER_MS.length && wanted(); };
+    return send().then(function (r) {
+      // Not the scan's answer (nothing was stored for its id): past the retries, the scan is
+      // decided from the copy as with no network, and its upload asks again.
+      if (r.status >= 500) throw new Error("lost");
+      return r;
+    }).catch(function (error) {
+      if ((error && error.message === "session") || !more()) throw error;
+      return later(RETRY_AFTER_MS[tries]).then(function () {
+        if (!wanted()) throw error;
+        return retrying(send, wanted, tries + 1);
+      });
+    });
+  }
+
+  // While a scan or an undo is under way the page takes no other (aria-busy tells assistive
+  // technology, and tests, when the answer is complete).
+  function setBusy(on) {
+    busy = on;
+    els.result.classList.toggle("result-busy", on);
+    if (on) els.result.setAttribute("aria-busy", "true");
+    else els.result.removeAttribute("aria-busy");
+  }
+
   var LATE_ANSWER_MS = 30000;
-  var inFlight = {};  // scan ids queued while their online request is still out
 
   // The server admitted a scan the page had already decided and queued: nothing to upload.
   function settleLate(record) {
@@ -285,16 +362,17 @@
 
   function undo() {
     var event = currentEvent(), last = lastAdmission;
-    if (!event || !last || busy) return;
-    busy = true;
-    var done = function () { busy = false; refreshCounts(); syncSoon(); };
+    if (!event || !last || busy || closed) return;
+    setBusy(true);
+    var done = function () { setBusy(false); refreshCounts(); syncSoon(); };
     var undone = function (offline) {
       lastAdmission = null;
       els.undo.hidden = true;
       show("undone", L.undone, last.name, fill(L.undone_detail, { name: last.name }), offline);
     };
+    var id = scanId(), began = performance.now();
     var offline = function () {
-      return undoOffline(event, last).then(function () { undone(true); }, function () {
+      return undoOffline(event, last, id).then(function () { undone(true); }, function () {
         show("refused", L.offline, last.name, L.offline_detail);
       });
     };
@@ -303,13 +381,16 @@
       offline().then(done, done);
       return;
     }
-    api("POST", eventPath(event) + "/tickets/renew", { ticket_id: last.ticketId, check_in_type_ids: last.typeIds },
-        false, config.online_timeout_ms)
+    // Asked again with its scan id while the door can wait; then undone offline, still with it.
+    var body = { ticket_id: last.ticketId, check_in_type_ids: last.typeIds, note: gateName(), scan_id: id };
+    retrying(function () {
+      return api("POST", eventPath(event) + "/tickets/renew", body, false, config.online_timeout_ms);
+    }, function () { return performance.now() - began < config.online_timeout_ms; })
       .then(function (r) {
         markOnline();
         if (r.status === 200) undone(false);
         else show("refused", L.refused, last.name, r.data.message);
-        done();
+        copy.learn(event.id, r.status, r.data, "renew").then(done, done);
       })
       .catch(function (error) {
         if (error && error.message === "session") { show("refused", L.refused, "", L.session_over); done(); return; }
@@ -318,62 +399,11 @@
       });
   }
 
-  // --- the local copy and the queue (IndexedDB) ----------------------------------------------
-  //
-  // tickets: the sync feed's ScannerTickets, keyed [event_id, id], found by [event_id, code].
-  // feeds:   per event, the feed's cursor, whether the copy is complete, when it was last fresh.
-  // scans:   every scan decided offline, keyed by its scan id: "pending" (to upload), "done"
-  //          (the server took it), "conflict" (the server refused it), "local" (refused here,
-  //          never sent: sending it could admit on the server someone the gate turned away).
+  // --- the local copy and the queue (IndexedDB, offline_copy.js) ------------------------------
 
-  var DB_NAME = "checkin-page";
-  var dbOpening = null;
-
-  function db() {
-    if (dbOpening) return dbOpening;
-    dbOpening = new Promise(function (resolve, reject) {
-      var request = indexedDB.open(DB_NAME, 1);
-      request.onupgradeneeded = function () {
-        var d = request.result;
-        var tickets = d.createObjectStore("tickets", { keyPath: ["event_id", "id"] });
-        tickets.createIndex("code", ["event_id", "code"]);
-        tickets.createIndex("status", ["event_id", "status"]);
-        d.createObjectStore("feeds", { keyPath: "event_id" });
-        var scans = d.createObjectStore("scans", { keyPath: "id" });
-        scans.createIndex("seq", "seq");
-      };
-      request.onsuccess = function () { resolve(request.result); };
-      request.onerror = function () { reject(request.error); };
-    });
-    return dbOpening;
-  }
-
-  function req(request) {
-    return new Promise(function (resolve, reject) {
-      request.onsuccess = function () { resolve(request.result); };
-      request.onerror = function () { reject(request.error); };
-    });
-  }
-
-  // Runs `work(stores)` in one transaction; resolves with its result once committed.
-  function transaction(names, mode, work) {
-    return db().then(function (d) {
-      return new Promise(function (resolve, reject) {
-        var tx = d.transaction(names, mode), stores = {}, result;
-        names.forEach(function (name) { stores[name] = tx.objectStore(name); });
-        Promise.resolve(work(stores)).then(function (value) { result = value; }, function (error) {
-          try { tx.abort(); } catch (e) { /* already over */ }
-          reject(error);
-        });
-        tx.oncomplete = function () { resolve(result); };
-        tx.onerror = tx.onabort = function () { reject(tx.error || new Error("aborted")); };
-      });
-    });
-  }
-
-  function allScans() {
-    return transaction(["scans"], "readonly", function (s) { return req(s.scans.index("seq").getAll()); });
-  }
+  var copy = window.checkinCopy;
+  copy.use(me);
+  var transaction = copy.transaction, req = copy.req, allScans = copy.allScans;
 
   var seqBase = Date.now() * 1000, seqNext = 0;
 
@@ -399,11 +429,18 @@
     if (!was) refreshCounts();
   }
 
-  function markOnline() {
+  // Called by every request that got an answer: back online, the counts are the server's at
+  // once, not at their next refresh (unless they are what just answered). An answer to a request
+  // sent before the browser said "offline" does not undo it: that word is believed.
+  function markOnline(countsAnswered) {
+    if (navigator.onLine === false) return;
     var was = net.offline;
     net.offline = false;
     localStorage.removeItem(OFFLINE_SINCE_KEY);
-    if (was) { renderFreshness(); syncSoon(); }
+    if (!was) return;
+    renderFreshness();
+    if (!countsAnswered) refreshCounts();
+    syncSoon();
   }
 
   function admitKey(eventId, code, types) {
@@ -416,28 +453,34 @@
     var types = typeIds(event), typeId = types ? types[0] : null;
     var usedAt = new Date().toISOString();
     var outcome = null, record = null;
-    return transaction(["tickets", "feeds", "scans"], "readwrite", function (s) {
-      return Promise.all([
-        req(s.tickets.index("code").get([event.id, code])),
-        req(s.feeds.get(event.id)),
-      ]).then(function (found) {
-        var ticket = found[0], feed = found[1];
-        outcome = offlineRule(ticket, typeId);
-        record = {
-          id: id || scanId(), seq: seqBase + seqNext++, event_id: event.id, organizer_id: event.organizer_id,
-          action: "check_in", reference_code: code, ticket_id: ticket ? ticket.id : null,
-          check_in_type_ids: types || null, used_at: usedAt, name: holder(ticket),
-          ticket_type: ticket ? ticket.ticket_type_name : "", outcome: outcome.kind,
-          previous_used_at: outcome.usedAt || null, state: outcome.kind === "admitted" ? "pending" : "local",
-          complete_copy: !!(feed && feed.complete),
-        };
-        s.scans.put(record);
-        if (outcome.kind === "admitted") {
-          ticket.status = "used";
-          ticket.used_at = ticket.used_at || usedAt;
-          if (typeId && ticket.checked_in_type_ids.indexOf(typeId) < 0) ticket.checked_in_type_ids.push(typeId);
-          s.tickets.put(ticket);
-        }
+    return vouched(event, code).then(function (payload) {
+      return transaction(["tickets", "feeds", "scans"], "readwrite", function (s) {
+        return Promise.all([
+          req(s.tickets.index("code").get([event.id, signed.referenceCode(code)])),
+          req(s.feeds.get(event.id)),
+          payload ? req(s.tickets.get([event.id, payload.t])) : null,
+        ]).then(function (found) {
+          var feed = found[1];
+          var ticket = found[0] || found[2] || (payload ? copy.fromSignedCode(event.id, payload, feed) : null);
+          outcome = copy.offlineRule(ticket, typeId);
+          record = {
+            id: id || scanId(), seq: seqBase + seqNext++, author: me, event_id: event.id, organizer_id: event.organizer_id,
+            action: "check_in", reference_code: code, ticket_id: ticket ? ticket.id : null,
+            check_in_type_ids: types || null, used_at: usedAt,
+            // A ticket known only by its signed code is shown by what the code carries.
+            name: holder(ticket) || (ticket && ticket.vouched ? ticket.reference_code : ""),
+            ticket_type: ticket ? ticket.ticket_type_name : "", outcome: outcome.kind,
+            previous_used_at: outcome.usedAt || null, state: outcome.kind === "admitted" ? "pending" : "local",
+            complete_copy: !!(feed && feed.complete), note: gateName(),
+          };
+          s.scans.put(record);
+          if (outcome.kind === "admitted") {
+            ticket.status = "used";
+            ticket.used_at = ticket.used_at || usedAt;
+            if (typeId && ticket.checked_in_type_ids.indexOf(typeId) < 0) ticket.checked_in_type_ids.push(typeId);
+            s.tickets.put(ticket);
+          }
+        });
       });
     }).then(function () {
       if (record.state === "pending") {
@@ -452,17 +495,20 @@
     });
   }
 
-  function offlineRule(ticket, typeId) {
-    if (!ticket) return { kind: "not_found" };
-    if (ticket.status === "revoked") return { kind: "revoked" };
-    if (!ticket.order_paid) return { kind: "not_paid" };
-    if (typeId) {
-      // Multi mode: each check-in type is its own door; a ticket used at another type still enters.
-      if (ticket.checked_in_type_ids.indexOf(typeId) >= 0) return { kind: "used", usedAt: ticket.used_at };
-      return { kind: "admitted" };
-    }
-    if (ticket.status !== "active") return { kind: "used", usedAt: ticket.used_at };
-    return { kind: "admitted" };
+  // A signed code (§14) of a ticket the copy lacks, sold after its last sync: its payload when it
+  // verifies with a key of the event's feed and names this event, else null (then the copy
+  // decides, and finds nothing: not found). Read before the scan's transaction, which cannot
+  // wait on WebCrypto.
+  function vouched(event, code) {
+    if (!signed.isSigned(code)) return Promise.resolve(null);
+    return transaction(["tickets", "feeds"], "readonly", function (s) {
+      return Promise.all([
+        req(s.tickets.index("code").get([event.id, signed.referenceCode(code)])),
+        req(s.feeds.get(event.id)),
+      ]);
+    }).then(function (found) {
+      return found[0] ? null : signed.verify(code, found[1] ? found[1].keys : [], event);
+    });
   }
 
   function showDecision(event, record, outcome) {
@@ -489,11 +535,12 @@
     show("used", L.already_used, code, fill(L.used_at, { time: localTime(usedAt) }) + " (" + L.by_this_device + ")", net.offline);
   }
 
-  function undoOffline(event, last) {
+  function undoOffline(event, last, id) {
     var record = {
-      id: scanId(), seq: seqBase + seqNext++, event_id: event.id, organizer_id: event.organizer_id,
+      id: id || scanId(), seq: seqBase + seqNext++, author: me, event_id: event.id, organizer_id: event.organizer_id,
       action: "renew", reference_code: null, ticket_id: last.ticketId, check_in_type_ids: last.typeIds || null,
       used_at: new Date().toISOString(), name: last.name, ticket_type: "", outcome: "undone", state: "pending",
+      note: gateName(),
     };
     return transaction(["tickets", "scans"], "readwrite", function (s) {
       s.scans.put(record);
@@ -514,6 +561,7 @@
     return allScans().then(function (scans) {
       var event = currentEvent();
       var waiting = 0, conflicts = [];
+      scans = scans.filter(mine);
       scans.forEach(function (scan) {
         if (scan.state === "pending") waiting += 1;
         if (scan.state === "conflict" && event && scan.event_id === event.id) conflicts.push(scan);
@@ -523,6 +571,11 @@
       renderConflicts(conflicts);
       renderFreshness();
     });
+  }
+
+  // Only the signed-in member's scans are theirs to see and to upload (§15).
+  function mine(scan) {
+    return scan.author === me;
   }
 
   function admittedStill(scans) {
@@ -541,6 +594,21 @@
     return open;
   }
 
+  // A refusal after the fact in the page's words, by its code: the API's message is English and
+  // carries a raw timestamp.
+  var REFUSED_AS = {
+    ticket_already_used: "already_used", ticket_revoked: "revoked", order_not_paid: "not_paid",
+    not_found: "not_found", ticket_not_used: "not_checked_in", not_organizer_member: "not_allowed",
+  };
+
+  function refusal(scan) {
+    var words = L[REFUSED_AS[scan.error]] || L.refused;
+    if (scan.error === "ticket_already_used" && scan.server_used_at) {
+      words += " · " + fill(L.used_at, { time: localTime(scan.server_used_at) });
+    }
+    return words;
+  }
+
   function renderConflicts(conflicts) {
     els.conflictList.textContent = "";
     conflicts.slice().reverse().slice(0, 100).forEach(function (scan) {
@@ -549,7 +617,7 @@
       who.textContent = scan.name || scan.reference_code || "";
       item.appendChild(who);
       item.appendChild(document.createTextNode(
-        " · " + (scan.reason || scan.error) + " · " + (scan.reference_code || "") + " · " + localTime(scan.used_at)));
+        " · " + refusal(scan) + " · " + (scan.reference_code || "") + " · " + localTime(scan.used_at)));
       item.dataset.error = scan.error || "";
       els.conflictList.appendChild(item);
     });
@@ -558,7 +626,7 @@
 
   function renderFreshness() {
     var event = currentEvent(), parts = [], kind = "fresh";
-    if (!event) { els.freshness.hidden = true; return; }
+    if (!event || closed) { els.freshness.hidden = true; return; }
     var feed = feeds[event.id];
     if (state.copying !== null) {
       kind = "copying";
@@ -602,18 +670,18 @@
     var feed = feeds[event.id] || { event_id: event.id, cursor: null, complete: false, count: 0, synced_at: null };
     var stored = Promise.resolve();
     var ofEvent = IDBKeyRange.bound([event.id, -Infinity], [event.id, Infinity]);
-    var store = function (data) {
+    var store = function (data, mark) {
       return transaction(["tickets", "feeds"], "readwrite", function (s) {
-        data.tickets.forEach(function (t) {
-          t.event_id = event.id;
-          t.code = String(t.reference_code).toUpperCase();
-          s.tickets.put(t);
-        });
+        copy.storeFeedTickets(s.tickets, event.id, data.tickets, mark);
         return req(s.tickets.count(ofEvent)).then(function (count) {
           feed = {
             event_id: event.id, cursor: data.next_cursor, count: count,
             complete: feed.complete || !data.has_more,
             synced_at: data.has_more ? feed.synced_at : new Date().toISOString(),
+            // The event's signing keys as of this page (a retired one is gone), and the names
+            // of its ticket types: what an offline scan of a signed code needs (§14).
+            keys: data.keys || feed.keys || [],
+            types: copy.typeNames(feed.types, data.tickets),
           };
           s.feeds.put(feed);
         });
@@ -624,11 +692,12 @@
     };
     var page = function (cursor) {
       var query = "?limit=" + config.sync_limit + (cursor ? "&cursor=" + encodeURIComponent(cursor) : "");
+      var mark = copy.feedMark();
       return api("GET", eventPath(event) + "/tickets/sync" + query, null, false, 30000).then(function (r) {
         if (r.status === 400 && cursor) return page(null);  // a cursor it no longer issues: start over
         if (r.status !== 200) throw new Error("sync " + r.status);
         markOnline();
-        stored = stored.then(function () { return store(r.data); });
+        stored = stored.then(function () { return store(r.data, mark); });
         return r.data.has_more ? page(r.data.next_cursor) : stored;
       });
     };
@@ -658,12 +727,15 @@
 
   function syncSoon() {
     clearTimeout(syncTimer);
+    if (closed) return;
     syncTimer = setTimeout(loop, 300);
   }
 
   function loop() {
     clearTimeout(syncTimer);
+    if (closed) return;
     refresh().then(function () {
+      if (closed) return;
       clearTimeout(syncTimer);
       syncTimer = setTimeout(loop, SYNC_EVERY_MS);
     });
@@ -675,15 +747,14 @@
 
   function upload() {
     return allScans().then(function (scans) {
-      var pending = scans.filter(function (scan) { return scan.state === "pending"; });
-      // In order: nothing after a scan whose online request may still admit.
-      for (var i = 0; i < pending.length; i++) {
-        if (inFlight[pending[i].id]) { pending = pending.slice(0, i); break; }
-      }
+      // A scan whose online request is still out goes up too: both carry its scan id, and the
+      // server applies it once, whichever comes first (§7).
+      var pending = scans.filter(function (scan) { return scan.state === "pending" && mine(scan); });
       if (!pending.length) return null;
       state.waiting = pending.length;
       renderFreshness();
-      return uploadFrom(pending);
+      // The server's counts now include what went up.
+      return uploadFrom(pending).then(function () { refreshCounts(); });
     });
   }
 
@@ -701,6 +772,7 @@
       if (scan.action === "renew" || !scan.reference_code) sent.ticket_id = scan.ticket_id;
       else sent.reference_code = scan.reference_code;
       if (scan.check_in_type_ids) sent.check_in_type_ids = scan.check_in_type_ids;
+      if (scan.note) sent.note = scan.note;  // the gate it was scanned at (older scans have none)
       return sent;
     }) };
     return api("POST", path, body, false, 60000).then(function (r) {
@@ -720,7 +792,7 @@
             // The server's answer wins: refused after the fact, listed for the door manager.
             scan.state = "conflict";
             scan.error = result ? result.error : r.data.error;
-            scan.reason = result ? result.message : r.data.message;
+            scan.server_used_at = result ? usedAtOf(result) : null;
             if (result && result.ticket) scan.name = holder(result.ticket) || scan.name;
           }
           s.scans.put(scan);
@@ -729,13 +801,19 @@
     });
   }
 
+  // When the ticket (or, in multi mode, the refused type) was checked in, as the server says.
+  function usedAtOf(result) {
+    var type = (result.check_in_results || []).filter(function (t) { return !t.success && t.used_at; })[0];
+    return type ? type.used_at : (result.ticket && result.ticket.used_at) || null;
+  }
+
   function clearConflicts() {
     var event = currentEvent();
     if (!event) return;
     transaction(["scans"], "readwrite", function (s) {
       return req(s.scans.getAll()).then(function (scans) {
         scans.forEach(function (scan) {
-          if (scan.state === "conflict" && scan.event_id === event.id) { scan.state = "seen"; s.scans.put(scan); }
+          if (scan.state === "conflict" && scan.event_id === event.id && mine(scan)) { scan.state = "seen"; s.scans.put(scan); }
         });
       });
     }).then(refreshQueue);
@@ -759,11 +837,17 @@
     }, function () { els.counts.hidden = true; });
   }
 
-  function refreshCounts() {
+  var countsAsked = 0;  // only the latest request's counts are shown: answers may cross
+
+  // `tryNetwork`: ask the server even while offline (the browser says the network is back).
+  function refreshCounts(tryNetwork) {
     var event = currentEvent();
-    if (!event) { els.counts.hidden = true; return; }
-    if (net.offline) { localCounts(event); return; }
+    if (!event || closed) { els.counts.hidden = true; return; }
+    var asked = ++countsAsked;
+    if (net.offline && tryNetwork !== true) { localCounts(event); return; }
     api("GET", eventPath(event) + "/check_in_stats").then(function (r) {
+      markOnline(true);
+      if (asked !== countsAsked) return;
       if (r.status !== 200 || !r.data.tickets) { els.counts.hidden = true; return; }
       var t = r.data.tickets, done = t.used, total = t.active + t.used;
       if (event.check_in_types.length) {
@@ -885,13 +969,26 @@
 
   // --- wiring -------------------------------------------------------------------------------
 
-  var EVENT_KEY = "checkin.event", TYPE_KEY = "checkin.type";
+  var EVENT_KEY = "checkin.event", TYPE_KEY = "checkin.type", GATE_KEY = "checkin.gate";
+
+  // The gate's name, asked once on a device and kept in its storage: every scan carries it as
+  // its note (CONTRACT §7, §11), which the event's dashboard counts by.
+  function gateName() {
+    return els.gate.value.trim();
+  }
+
+  var chosenEventId = null;  // the event the undo button belongs to
 
   function eventChosen() {
     var event = currentEvent();
     els.type.textContent = "";
-    lastAdmission = null;
-    els.undo.hidden = true;
+    // Chosen again (the page's start-up finishing after a pick of the same event): the last
+    // admission keeps its undo.
+    if ((event ? event.id : null) !== chosenEventId) {
+      lastAdmission = null;
+      els.undo.hidden = true;
+    }
+    chosenEventId = event ? event.id : null;
     localStorage.setItem(EVENT_KEY, event ? String(event.id) : "");
     if (event && event.check_in_types.length) {
       // No type is preselected: a gate says which one it is before its first scan.
@@ -917,16 +1014,124 @@
       loadFeed(event).then(function () { renderFreshness(); loop(); }, loop);
       statsTimer = setInterval(refreshCounts, 20000);
       startCamera();
-      els.code.focus();
+      (gateName() ? els.code : els.gate).focus();
     } else {
       renderFreshness();
     }
+  }
+
+  // --- a device changes hands (§15) ---------------------------------------------------------
+
+  // The sign-ins ended on this device, by their config.session: a page rendered for one of them
+  // (from the worker's cache, or by a server the sign-out never reached) admits nobody.
+  var ENDED_KEY = "checkin.endedSessions";
+  var SIGN_OUT_UPLOAD_MS = 5000;  // sign-out waits this long for the queue to go up, no longer
+  var SIGN_OUT_FORGET_MS = 5000;
+
+  function endedSessions() {
+    try { return JSON.parse(localStorage.getItem(ENDED_KEY) || "[]"); } catch (e) { return []; }
+  }
+
+  function within(ms, promise) {
+    return new Promise(function (resolve) {
+      var timer = setTimeout(resolve, ms);
+      promise.catch(function () {}).then(function () { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  // The page stops taking scans and says why; nothing of the event stays on screen.
+  function shutDown(message) {
+    closed = true;
+    clearTimeout(syncTimer);
+    clearInterval(statsTimer);
+    stopCamera();
+    lastAdmission = null;
+    document.querySelectorAll(".setup, .actions, .conflicts, .manual, .camera, .freshness")
+      .forEach(function (section) { section.hidden = true; });
+    els.result.className = "result result-refused";
+    els.title.textContent = message;
+    els.name.textContent = "";
+    els.detail.textContent = "";
+  }
+
+  // The page as the worker keeps it carries this member's events: dropped from every cache of
+  // the page (and the worker told, for a cache it fills later).
+  function dropCachedPage() {
+    var page = location.origin + config.worker_scope;
+    if (navigator.serviceWorker && navigator.serviceWorker.controller) {
+      navigator.serviceWorker.controller.postMessage({ type: "signed-out" });
+    }
+    if (!window.caches) return Promise.resolve();
+    return caches.keys().then(function (names) {
+      return Promise.all(names.filter(function (name) { return name.indexOf("checkin-page-") === 0; })
+        .map(function (name) {
+          return caches.open(name).then(function (cache) { return cache.delete(page, { ignoreSearch: true }); });
+        }));
+    });
+  }
+
+  // Nothing of the member's stays but their sealed scans; then the page says it is done
+  // (data-signed-in="no" on <html>).
+  function forget(userId) {
+    return Promise.all([userId ? copy.seal(userId) : null, dropCachedPage()]).then(function () {
+      document.documentElement.dataset.signedIn = "no";
+    });
+  }
+
+  // Ends the sign-in on the server: with no network, as soon as the network returns.
+  function endSession() {
+    if (!signOutForm) return;
+    if (navigator.onLine === false) {
+      window.addEventListener("online", function () { signOutForm.submit(); }, { once: true });
+      return;
+    }
+    signOutForm.submit();
+  }
+
+  function signOut(e) {
+    e.preventDefault();
+    if (closed) return;
+    // Recorded first: a page closed halfway through still admits nobody when opened again.
+    var ended = endedSessions().concat([config.session]).slice(-20);
+    localStorage.setItem(ENDED_KEY, JSON.stringify(ended));
+    var upload_ = navigator.onLine === false ? Promise.resolve()
+      : within(SIGN_OUT_UPLOAD_MS, (syncing || Promise.resolve()).catch(function () {}).then(upload));
+    shutDown(L.signing_out);
+    upload_.then(function () { return within(SIGN_OUT_FORGET_MS, forget(me)); }).then(function () {
+      els.title.textContent = L.signed_out;
+      endSession();
+    });
+  }
+
+  if (signOutForm) signOutForm.addEventListener("submit", signOut);
+  // Signed out in another tab of this device: this one stops admitting too.
+  window.addEventListener("storage", function (e) {
+    if (e.key === ENDED_KEY && !closed && endedSessions().indexOf(config.session) >= 0) {
+      shutDown(L.signed_out);
+    }
+  });
+
+  if (!me || !config.session || endedSessions().indexOf(config.session) >= 0) {
+    // Nobody signed in, or a sign-in this device already ended: admit nobody, finish the job.
+    shutDown(L.signed_out);
+    forget(me).then(endSession);
+    return;
   }
 
   els.event.addEventListener("change", eventChosen);
   els.type.addEventListener("change", function () {
     localStorage.setItem(TYPE_KEY, els.type.value);
     refreshCounts();
+  });
+  els.gate.value = localStorage.getItem(GATE_KEY) || "";
+  els.gate.addEventListener("input", function () { localStorage.setItem(GATE_KEY, gateName()); });
+  // Enter names the gate: back to the code field, where a USB scanner types.
+  els.gate.addEventListener("change", function () { els.gate.value = gateName(); });
+  els.gate.addEventListener("keydown", function (e) {
+    if (e.key !== "Enter") return;
+    e.preventDefault();
+    els.gate.value = gateName();
+    if (els.gate.value && currentEvent()) els.code.focus();
   });
   els.undo.addEventListener("click", undo);
   els.conflictsClear.addEventListener("click", clearConflicts);
@@ -936,10 +1141,10 @@
     e.preventDefault();
     scan(els.code.value);
     els.code.value = "";
-    els.code.focus();
+    (gateName() ? els.code : els.gate).focus();
   });
   // The browser's word is a hint: "online" is tried at once, "offline" believed at once.
-  window.addEventListener("online", function () { loop(); });
+  window.addEventListener("online", function () { refreshCounts(true); loop(); });
   window.addEventListener("offline", markOffline);
   if (navigator.serviceWorker) {
     navigator.serviceWorker.register(config.worker_url, { scope: config.worker_scope }).catch(function () {});
@@ -951,10 +1156,22 @@
   } else if (keptEvent && config.events.some(function (e) { return String(e.id) === keptEvent; })) {
     els.event.value = keptEvent;
   }
-  if (els.event.value) {
-    eventChosen();
-  } else {
-    // No event picked yet: scans queued earlier still go up (on page load, as promised).
-    refreshQueue().then(loop);
-  }
+  // This member's sealed scans (from an earlier sign-in on this device) back in their queue;
+  // another member's copy left behind (a session that ended without signing out) sealed.
+  // The event is picked once they are: its first upload is then theirs in full.
+  els.event.disabled = true;
+  var ready = Promise.all([
+    copy.unseal(me).catch(function () {}), copy.sealOthers(me).catch(function () {}),
+    copy.retireLegacy().catch(function () {}),
+  ]);
+  ready.then(function () {
+    els.event.disabled = false;
+    document.documentElement.dataset.signedIn = "yes";
+    if (els.event.value) {
+      eventChosen();
+    } else {
+      // No event picked yet: scans queued earlier still go up (on page load, as promised).
+      refreshQueue().then(loop);
+    }
+  });
 })();

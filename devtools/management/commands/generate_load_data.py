@@ -14,13 +14,13 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 from django.utils import timezone
 
+from devtools.statements import rows_bulk_create, rows_copy, statistics_refresh
 from events.models import CheckInType, Event, TicketType
 from organizers.models import Organizer
 from tickets.codes import page_token_generate
 from tickets.models import Order, Ticket
 
 CODE_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZ"  # no 0 O 1 I (CONTRACT §7)
-BATCH_SIZE = 10_000
 
 
 class Progress:
@@ -94,7 +94,7 @@ class Command(BaseCommand):
                 event, ticket_types, n_tickets, per_order, used_pct, revoked_pct, rng
             )
             self.stderr.write(f"rows built in {time.monotonic() - started:.1f}s")
-            write = _copy_with_reserved_ids if connection.vendor == "postgresql" else _bulk_create
+            write = rows_copy if connection.vendor == "postgresql" else rows_bulk_create
             write(Order, orders, Progress("orders", len(orders), self.stderr))
             for ticket in tickets:
                 ticket["order_id"] = ticket.pop("order")["id"]
@@ -105,11 +105,7 @@ class Command(BaseCommand):
 
         if connection.vendor == "postgresql":
             analyzing = time.monotonic()
-            # Fresh statistics (or the planner guesses) and a visibility map (or index-only
-            # scans read the heap), as autovacuum would leave them; VACUUM needs autocommit.
-            command = "ANALYZE" if connection.in_atomic_block else "VACUUM ANALYZE"
-            with connection.cursor() as cursor:
-                cursor.execute(f"{command} {Order._meta.db_table}, {Ticket._meta.db_table}")
+            statistics_refresh([Order._meta.db_table, Ticket._meta.db_table])
             self.stderr.write(f"analyzed in {time.monotonic() - analyzing:.1f}s")
         self.stderr.write(
             f"Event {event.id} of organizer {organizer.id}: {n_tickets:,} tickets, "
@@ -230,40 +226,3 @@ def _unique_codes(n: int, rng: random.Random) -> list[str]:
     result = list(codes)
     rng.shuffle(result)
     return result
-
-
-def _bulk_create(model, rows: list[dict], progress: Progress) -> None:
-    for start in range(0, len(rows), BATCH_SIZE):
-        batch = rows[start : start + BATCH_SIZE]
-        created = model.objects.bulk_create([model(**row) for row in batch])
-        for row, obj in zip(batch, created, strict=True):
-            row["id"] = obj.id
-        progress.advance(len(batch))
-
-
-def _copy_with_reserved_ids(model, rows: list[dict], progress: Progress) -> None:
-    """COPY rows with ids taken from the table's sequence in one block.
-
-    The table is locked against other writers for the transaction, so the reserved block is
-    ours alone and the sequence stays ahead of every id written.
-    """
-    table = model._meta.db_table
-    fields = list(model._meta.concrete_fields)
-    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
-    with connection.cursor() as cursor:
-        cursor.execute(f"LOCK TABLE {table} IN SHARE ROW EXCLUSIVE MODE")
-        cursor.execute("SELECT pg_get_serial_sequence(%s, 'id')", [table])
-        sequence = cursor.fetchone()[0]
-        cursor.execute("SELECT nextval(%s)", [sequence])
-        first_id = cursor.fetchone()[0]
-        cursor.execute("SELECT setval(%s, %s)", [sequence, first_id + len(rows) - 1])
-        for offset, row in enumerate(rows):
-            row["id"] = first_id + offset
-        attnames = [f.attname for f in fields]
-        raw = cursor.cursor  # psycopg's own cursor: Django's wrapper has no copy()
-        for start in range(0, len(rows), BATCH_SIZE):
-            batch = rows[start : start + BATCH_SIZE]
-            with raw.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in batch:
-                    copy.write_row([row[name] for name in attnames])
-            progress.advance(len(batch))

@@ -19,6 +19,11 @@ the webhook outbox's relay: every worker that sends webhooks also dispatches the
 process to deploy, and the relays of several workers share the outbox's rows (SKIP LOCKED).
 The email queue's workers relay the ticket emails' outbox the same way. A worker of several
 queues runs the most threads any of them asks for.
+
+Stopping (SIGTERM, SIGINT, SIGQUIT), for every queue: the worker takes no new task and lets the
+running ones finish for up to `TASK_STOP_SECONDS`; then, or at a second signal (Ctrl-C beside a
+supervisor's TERM), it gives the tasks still running back to the queue (READY: another worker
+runs them again, as after a lease) and exits. A task is never marked failed for being stopped.
 """
 
 import logging
@@ -29,11 +34,12 @@ import time
 
 from django.apps import apps
 from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import DatabaseError, connection
 from django_tasks_db.management.commands.db_worker import Command as DbWorkerCommand
 from django_tasks_db.management.commands.db_worker import Worker
 
-from ticketing.task_queue import tasks_requeue_abandoned
+from ticketing.task_queue import tasks_give_back, tasks_requeue_abandoned
 
 logger = logging.getLogger("ticketing.task_queue")
 
@@ -55,6 +61,19 @@ def _daemon(target, name: str, **kwargs) -> None:
     threading.Thread(target=target, kwargs=kwargs, name=name, daemon=True).start()
 
 
+class _TrackedWorker(Worker):
+    """django-tasks-db's worker, knowing the task it runs, so that a stop can give it back."""
+
+    running_task_id = None
+
+    def run_task(self, db_task_result) -> None:
+        self.running_task_id = db_task_result.pk
+        try:
+            super().run_task(db_task_result)
+        finally:
+            self.running_task_id = None
+
+
 class Command(DbWorkerCommand):
     help = (
         "Run a background task worker (django-tasks' db_worker) on several threads, that also "
@@ -74,6 +93,15 @@ class Command(DbWorkerCommand):
         )
 
     def handle(self, *args, threads=None, **options):
+        if settings.DB_TRANSACTION_POOLER:
+            # The webhook worker's per-organizer slots are session advisory locks: through a
+            # pooler in transaction mode they leak onto other clients' connections and the
+            # cap breaks (more in flight than allowed, then none at all).
+            raise CommandError(
+                "DB_TRANSACTION_POOLER is on: task workers need a session connection. Point "
+                "their DATABASE_URL at PostgreSQL itself (or a pool in session mode) and leave "
+                "DB_TRANSACTION_POOLER unset for them."
+            )
         _daemon(
             _requeue_abandoned_forever,
             "requeue-abandoned-tasks",
@@ -88,38 +116,49 @@ class Command(DbWorkerCommand):
                 continue
             _daemon(config.task_worker_loop, f"{queue}-worker-loop", stop=stopping.is_set)
             wanted.append(config.task_worker_threads())
-        threads = threads or max(wanted)
-        if (threads or 1) <= 1:
-            return super().handle(*args, **options)
         self.configure_logging(options["verbosity"])
-        self._run_threads(threads, queues, stopping, options)
+        self._run_threads(threads or max(wanted), queues, stopping, options)
 
     def _run_threads(self, count: int, queues: list[str], stopping, options) -> None:
-        """`count` of django-tasks-db's workers on threads of this process; a first SIGINT or
-        SIGTERM lets each finish its task, a second ends the process at once."""
+        """`count` of django-tasks-db's workers on threads of this process, stopped as the
+        module says."""
         excluded = options["exclude_queues"].split(",") if options["exclude_queues"] else []
+        base_id = options["worker_id"]
         workers = [
-            Worker(
+            _TrackedWorker(
                 queue_names=queues,
                 interval=options["interval"],
                 batch=options["batch"],
                 backend_name=options["backend_name"],
                 startup_delay=options["startup_delay"],
                 max_tasks=options["max_tasks"],
-                worker_id=f"{options['worker_id'][:58]}-{n}",
+                worker_id=base_id if count == 1 else f"{base_id[:58]}-{n}",
                 excluded_queue_names=excluded,
             )
             for n in range(count)
         ]
 
+        def give_back_and_exit(why: str) -> None:
+            running = [w.running_task_id for w in workers if w.running_task_id is not None]
+            given = tasks_give_back(ids=running) if running else 0
+            logger.warning("%s: %d running tasks given back to the queue", why, given)
+            logging.shutdown()
+            os._exit(0)  # the tasks' threads are mid-work: they must not record an outcome
+
         def shutdown(signum, frame):
-            if stopping.is_set():  # the second: as if no handler were set
-                signal.signal(signum, signal.SIG_DFL)
-                os.kill(os.getpid(), signum)
-            logger.warning("%s: finishing the tasks running", signal.strsignal(signum))
+            if stopping.is_set():
+                give_back_and_exit(f"{signal.strsignal(signum)} again")
+            seconds = settings.TASK_STOP_SECONDS
+            logger.warning(
+                "%s: finishing the tasks running (up to %s s)", signal.strsignal(signum), seconds
+            )
             stopping.set()
             for worker in workers:
                 worker.running = False
+            why = f"still running after {seconds} s"
+            late = threading.Timer(seconds, give_back_and_exit, [why])
+            late.daemon = True
+            late.start()
 
         if threading.current_thread() is threading.main_thread():
             for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):

@@ -1,10 +1,11 @@
-"""`manage.py import_tickets <event_id> <file.csv>`: issue tickets from a CSV file.
+"""`manage.py import_tickets <event_id> <file.csv|file.xlsx>`: issue tickets from a CSV file or
+the first sheet of an Excel workbook.
 
 Rows are checked as `ticket_create` (the service behind `POST .../tickets`) checks them, so
 quotas, holder validation, reference codes and `external_id` idempotency are the API's, but a
 batch at a time (`tickets.services.importing`, shared with the admin's import). The file is
-read twice, streaming, never whole: first to check it is readable CSV with the needed columns
-(nothing is written if not), then to import it.
+read twice, streaming, never whole: first to check it is a readable CSV file or workbook with
+the needed columns (nothing is written if not), then to import it.
 """
 
 from __future__ import annotations
@@ -23,13 +24,8 @@ from tqdm import tqdm
 from events.models import Event
 from tickets.exceptions import EventNotActive
 from tickets.services.common import Actor
-from tickets.services.csv_input import (
-    CsvUnreadable,
-    Header,
-    csv_header,
-    csv_lines,
-    csv_rows,
-)
+from tickets.services.csv_input import FileUnreadable, Header, csv_header
+from tickets.services.import_files import FORMATS, file_rows, import_format
 from tickets.services.importing import IMPORT_BATCH_ROWS, ImportRollback, TicketImporter
 
 
@@ -77,16 +73,21 @@ class Progress:
 
 class Command(BaseCommand):
     help = (
-        "Issue tickets for an event from a CSV file with the columns firstname, lastname, email, "
-        "phone, ticket_type (id or name) and optionally external_id and reference_code. Rows "
-        "with an external_id already imported are skipped (idempotent). By default each good "
-        "row is saved and rejected rows are reported by line; --atomic saves nothing unless "
-        "every row is good."
+        "Issue tickets for an event from a CSV file (.csv) or an Excel workbook (.xlsx, its "
+        "first sheet) with the columns firstname, lastname, email, phone, ticket_type (id or "
+        "name) and optionally external_id and reference_code. Rows with an external_id already "
+        "imported are skipped (idempotent). By default each good row is saved and rejected rows "
+        "are reported by line; --atomic saves nothing unless every row is good."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("event_id", type=int)
-        parser.add_argument("csv_file", type=Path)
+        parser.add_argument("file", type=Path, help="A .csv file or an .xlsx workbook.")
+        parser.add_argument(
+            "--format",
+            choices=sorted(set(FORMATS.values())),
+            help="csv or xlsx, for a file whose name does not end in .csv or .xlsx.",
+        )
         parser.add_argument(
             "--atomic",
             action="store_true",
@@ -103,19 +104,18 @@ class Command(BaseCommand):
             help="Email each new ticket to its holder, through the task workers (default: none).",
         )
         parser.add_argument(
-            "--encoding", default="utf-8-sig", help="File encoding (default UTF-8, BOM allowed)."
+            "--encoding", help="A CSV file's encoding (default UTF-8, BOM allowed)."
         )
-        parser.add_argument("--delimiter", default=",", help="Cell separator (default ',').")
+        parser.add_argument("--delimiter", help="A CSV file's cell separator (default ',').")
 
     def handle(self, *args, **options):
         event = Event.objects.filter(pk=options["event_id"]).first()
         if event is None:
             raise CommandError(f"Event {options['event_id']} does not exist.")
-        path: Path = options["csv_file"]
+        path: Path = options["file"]
         if not path.is_file():
             raise CommandError(f"{path}: no such file.")
-        if len(options["delimiter"]) != 1:
-            raise CommandError("--delimiter must be one character.")
+        self._check_format(path, options)
 
         header, total = self._scan(path, options)
         tally = Tally(rows=total)
@@ -151,12 +151,36 @@ class Command(BaseCommand):
                 "(listed above with their line numbers)."
             )
 
-    # --- pass 1: is this a CSV we can read? ---------------------------------------------------
+    # --- pass 1: is this a file we can read? -------------------------------------------------
+
+    @staticmethod
+    def _check_format(path: Path, options) -> None:
+        """Settle options["format"] (from the name unless given) and the CSV options."""
+        if options["format"] is None:
+            try:
+                options["format"] = import_format(path.name)
+            except FileUnreadable as exc:
+                advice = " Or pass --format csv or --format xlsx."
+                raise CommandError(exc.message + advice) from None
+        if options["format"] == "xlsx":
+            given = [f"--{name}" for name in ("encoding", "delimiter") if options[name]]
+            if given:
+                raise CommandError(f"{' and '.join(given)}: only for a CSV file.")
+            return
+        options["encoding"] = options["encoding"] or "utf-8-sig"
+        options["delimiter"] = options["delimiter"] or ","
+        if len(options["delimiter"]) != 1:
+            raise CommandError("--delimiter must be one character.")
 
     @staticmethod
     def _rows(path: Path, options) -> Iterator[tuple[int, list[str]]]:
         with path.open("rb") as binary:
-            yield from csv_rows(csv_lines(binary, options["encoding"]), options["delimiter"])
+            yield from file_rows(
+                binary,
+                options["format"],
+                encoding=options["encoding"],
+                delimiter=options["delimiter"],
+            )
 
     def _scan(self, path: Path, options) -> tuple[Header, int]:
         """The header and the number of data rows; CommandError if the file is unreadable."""
@@ -168,9 +192,10 @@ class Command(BaseCommand):
                     header = csv_header(cells)
                 else:
                     rows += 1
-        except CsvUnreadable as exc:
+        except FileUnreadable as exc:
             prefix = f"{path}: " if exc.line is not None else ""
-            raise CommandError(f"{prefix}{exc.message}") from None
+            advice = " Save the file as UTF-8 or pass --encoding." if exc.code == "encoding" else ""
+            raise CommandError(f"{prefix}{exc.message}{advice}") from None
         if header is None:
             raise CommandError(f"{path}: the file is empty; the first line must name the columns.")
         if header.ignored:

@@ -1,0 +1,141 @@
+"""Driving the check-in page in headless Chromium with its clock paused (Playwright's fake
+timers): once its copy of the event is complete no timer of the page fires, so a sync of the feed
+or a refresh of the counts happens only when a test lets time run; answers, and the browser's
+online and offline events, are handled without a timer."""
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+WAIT_MS = 20_000
+
+# The feed's cursor the copy holds: it moves when a page of the feed is stored.
+CURSOR = """(eventId) => new Promise((resolve, reject) => {
+    const open = indexedDB.open('checkin-page-'
+        + JSON.parse(document.getElementById('checkin-config').textContent).user_id);
+    open.onsuccess = () => {
+        const got = open.result.transaction('feeds').objectStore('feeds').get(eventId);
+        got.onsuccess = () => resolve(got.result ? got.result.cursor : null);
+        got.onerror = () => reject(got.error);
+    };
+    open.onerror = () => reject(open.error);
+})"""
+
+# The ticket as the page's copy holds it, read straight from IndexedDB.
+COPIED = """([eventId, ticketId]) => new Promise((resolve, reject) => {
+    const open = indexedDB.open('checkin-page-'
+        + JSON.parse(document.getElementById('checkin-config').textContent).user_id);
+    open.onsuccess = () => {
+        const got = open.result.transaction('tickets').objectStore('tickets')
+            .get([eventId, ticketId]);
+        got.onsuccess = () => resolve(got.result ? {
+            status: got.result.status, types: got.result.checked_in_type_ids} : null);
+        got.onerror = () => reject(got.error);
+    };
+    open.onerror = () => reject(open.error);
+})"""
+
+
+def open_paused(browser, site, event, check_in_type=None, gate="North door", **options):
+    """Signed in, the gate named, the event (and type) picked, its copy complete; then the clock
+    is paused. `options` are the browser context's (its locale: the page's language)."""
+    context = browser.new_context(viewport={"width": 390, "height": 844}, **options)
+    context.clock.install()
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{site}/checkin/")
+    page.fill("#id_username", "gate")
+    page.fill("#id_password", "gate-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{site}/checkin/")
+    if gate is not None:
+        page.fill("#gate", gate)  # asked once on a device; None leaves it unnamed
+    page.select_option("#event", str(event.pk))
+    if check_in_type is not None:
+        page.select_option("#check-in-type", str(check_in_type.pk))
+    fresh(page)
+    page.clock.pause_at(page.evaluate("Date.now()") / 1000 + 1)
+    return context, page, errors
+
+
+def fresh(page):
+    page.wait_for_function(
+        """() => { const f = document.getElementById('freshness');
+                   return f.dataset.state === 'fresh' && f.dataset.waiting === '0'; }""",
+        timeout=WAIT_MS,
+    )
+
+
+def answer(page):
+    return page.evaluate(
+        """() => { const r = document.getElementById('result');
+                   return {kind: r.className, title: r.querySelector('.result-title').textContent,
+                           name: r.querySelector('.result-name').textContent}; }"""
+    )
+
+
+def scan_online(page, code):
+    """Types a code; returns the answer once the page takes the next scan."""
+    page.evaluate("document.getElementById('result').className = 'result result-idle'")
+    page.fill("#code", code)
+    page.press("#code", "Enter")
+    page.wait_for_function(
+        """() => { const r = document.getElementById('result');
+                   return !/result-idle/.test(r.className) && !r.hasAttribute('aria-busy'); }""",
+        timeout=WAIT_MS,
+    )
+    return answer(page)
+
+
+def undo_online(page):
+    page.evaluate("document.getElementById('result').className = 'result result-idle'")
+    page.click("#undo")
+    page.wait_for_function(
+        """() => { const r = document.getElementById('result');
+                   return !/result-idle/.test(r.className) && !r.hasAttribute('aria-busy'); }""",
+        timeout=WAIT_MS,
+    )
+    return answer(page)
+
+
+def scan_offline(page, code):
+    page.evaluate("delete document.getElementById('result').dataset.decidedMs")
+    page.fill("#code", code)
+    page.press("#code", "Enter")
+    page.wait_for_function(
+        "() => document.getElementById('result').dataset.decidedMs !== undefined",
+        timeout=WAIT_MS,
+    )
+    return answer(page)
+
+
+def go_offline(context, page):
+    context.set_offline(True)
+    page.wait_for_function(
+        "() => document.getElementById('freshness').dataset.state === 'offline'",
+        timeout=WAIT_MS,
+    )
+
+
+def outside(work):
+    """Runs database work from a plain thread: Playwright's sync API runs an event loop here."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(work).result()
+
+
+def kind(shown):
+    """admitted, used, refused or undone: what an answer's colour says."""
+    return re.search(r"result-(admitted|used|refused|undone)", shown["kind"]).group(1)
+
+
+def forged_code(code):
+    """The code with one character of its signature changed (not the last: its low bits are
+    padding, and changing them may leave the signature's bytes as they were)."""
+    head, signature = code.rsplit(".", 1)
+    changed = "A" if signature[10] != "A" else "B"
+    return f"{head}.{signature[:10]}{changed}{signature[11:]}"
+
+
+def swapped_code(code, other):
+    """`code`'s payload with `other`'s signature."""
+    return code.rsplit(".", 1)[0] + "." + other.rsplit(".", 1)[1]
