@@ -109,6 +109,26 @@ def scan_offline(page, code):
     return answer(page)
 
 
+def reload_offline(page, attempts=3):
+    """Opens the page again with no network: the service worker answers it.
+
+    Chromium hands a navigation to the network itself, as if there were no worker, when it
+    cannot dispatch it to the worker (its last resort when the worker fails to start in time,
+    seen once in CI on a loaded machine); offline, that shows the browser's own error page. A new
+    load meets the worker again, so a worker that does not answer fails every attempt."""
+    from playwright.sync_api import Error
+
+    for _ in range(attempts):
+        try:
+            page.reload()
+        except Error as error:
+            if "ERR_INTERNET_DISCONNECTED" not in error.message:
+                raise
+        if page.evaluate("location.protocol") != "chrome-error:":
+            return
+    raise AssertionError(f"the service worker did not answer {attempts} offline loads")
+
+
 def go_offline(context, page):
     context.set_offline(True)
     page.wait_for_function(

@@ -17,7 +17,15 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
-from tests.staff.driving import WAIT_MS, fresh, go_offline, kind, outside, scan_offline
+from tests.staff.driving import (
+    WAIT_MS,
+    fresh,
+    go_offline,
+    kind,
+    outside,
+    reload_offline,
+    scan_offline,
+)
 from tests.staff.test_checkin_page import _config
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 from tickets.models import Ticket
@@ -173,7 +181,7 @@ def test_handover_scans_sealed_at_an_offline_sign_out_go_up_only_under_their_aut
             assert not page.locator("#manual").is_visible()
 
             # Opened again offline: nobody is signed in, nobody is admitted.
-            page.reload()
+            reload_offline(page)
             expect(page.locator("#signed-out")).to_be_visible()
             assert page.locator("#code").count() == 0
             assert page.evaluate(CACHED_ATTENDEE_DATA, [TITLE, "Somchai"]) == []

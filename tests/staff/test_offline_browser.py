@@ -24,6 +24,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
+from tests.staff.driving import reload_offline
 from tests.support import CHROMIUM, CHROMIUM_ARGS, TokenClient, live_site
 from tickets.models import Ticket
 
@@ -180,7 +181,7 @@ def test_offline_scans_are_decided_locally_kept_across_a_reload_and_uploaded(
             # The counts, offline, are the device's copy with its own admissions.
             expect(page.locator("#counts")).to_have_text("Checked in 4 of 6 · offline")
 
-            page.reload()
+            reload_offline(page)
             assert page.locator('meta[name="csrf-token"]').get_attribute("content") == cached_csrf
             expect(page.locator("#event")).to_have_value(str(event.pk))  # kept across reloads
             expect(page.locator("#freshness")).to_contain_text("Offline since")
