@@ -149,10 +149,6 @@ class WrkRun:
         return self.wrk_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
     @property
-    def server_core_share(self) -> float:
-        return self.server_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
-
-    @property
     def machine_share(self) -> float:
         """The whole machine's busy CPU, in shares of one core."""
         return self.machine_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0

@@ -72,9 +72,9 @@ if worker_class == "gthread" or threads > 1:
 # opens a few connections at once and keeps them (a load generator, a proxy's pool) may find
 # them all on one worker while the other idles (`bench/gate.py` saw `GET /info` at 980 and at
 # 2,550 req/s in neighbouring runs, the workers at 1.1 and 1.8 cores). On, each worker has its
-# own socket and the kernel hashes each connection to one: `bench/event_night.py
-# --spread-rounds` found it no better spread nor faster (deploy/README.md, Restarts and
-# deploys), and connections waiting in a stopping worker's queue are reset: off by default.
+# own socket and the kernel hashes each connection to one: measured with
+# `GUNICORN_REUSE_PORT=1`, no better spread nor faster (deploy/README.md, "Kept connections over
+# the workers"), and connections waiting in a stopping worker's queue are reset: off by default.
 reuse_port = os.environ.get("GUNICORN_REUSE_PORT") == "1"
 
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
