@@ -10,10 +10,7 @@ DELAY_TARGET_S = 5.0
 
 
 def report(args, results: dict) -> int:
-    server = f"{args.workers} {args.worker_class or 'deploy default'} workers"
-    if args.threads:
-        server += f" × {args.threads} threads"
-    report = Report(f"one organizer cannot slow another: {server}")
+    report = Report(f"one organizer cannot slow another: {args.workers} gunicorn workers")
     if "uploads" in results:
         report.section("1. 500-scan batch uploads")
         for kind, seconds in results["uploads"].items():

@@ -45,11 +45,6 @@ def parse_args():
     parser.add_argument("--seconds", type=float, default=8, help="Per token run.")
     parser.add_argument("--creations", type=int, default=20, help="A's tickets per phase.")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
-    parser.add_argument(
-        "--worker-class", default="", help="gunicorn worker class (default: deploy's)."
-    )
-    parser.add_argument("--threads", type=int, default=0, help="gunicorn threads per worker.")
-    parser.add_argument("--only-uploads", action="store_true", help="Part 1 alone (uploads).")
     parser.add_argument("--only-tokens", action="store_true", help="Part 3 alone (token issuance).")
     parser.add_argument(
         "--token-rounds", type=int, default=5, help="Alternated pairs of token runs (part 3)."
@@ -189,10 +184,6 @@ def main() -> int:
         EMAIL_PORT=str(answering.port),
         EMAIL_USE_TLS="false",
     )
-    if args.worker_class:
-        settings["GUNICORN_WORKER_CLASS"] = args.worker_class
-    if args.threads:
-        settings["GUNICORN_THREADS"] = str(args.threads)
     results = {}
     try:
         with Stack("isolation_bench", keep_db=args.keep_db, **settings) as stack:
@@ -216,8 +207,6 @@ def run_parts(args, stack, server, s, smtp, results) -> None:
     port, pids = server.port, server.worker_pids
     if not args.only_tokens:
         results["uploads"] = uploads(port, s)
-        if args.only_uploads:
-            return
         receiver, mail = Receiver(key=created_ticket), MailWatch(answering)
         api("POST", port, f"/organizers/{s['simple'].organizer_id}/webhooks", s["admins"]["a"],
             {"url": receiver.url, "event_types": ["ticket.created"]})  # fmt: skip
