@@ -1,4 +1,4 @@
-"""Part 3 of `bench/isolation.py`: organizer B's endpoints that never answer, and its pings,
+"""Part 2 of `bench/isolation.py`: organizer B's endpoints that never answer, and its pings,
 beside organizer A's creations, whose webhooks (at a receiver here) and emails are timed."""
 
 from __future__ import annotations

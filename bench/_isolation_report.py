@@ -10,15 +10,11 @@ DELAY_TARGET_S = 5.0
 
 
 def report(args, results: dict) -> int:
-    server = f"{args.workers} {args.worker_class or 'deploy default'} workers"
-    if args.threads:
-        server += f" × {args.threads} threads"
-    report = Report(f"one organizer cannot slow another: {server}")
+    report = Report(f"one organizer cannot slow another: {args.workers} gunicorn workers")
     if "uploads" in results:
         report.section("1. 500-scan batch uploads")
         for kind, seconds in results["uploads"].items():
             report.figure(kind, seconds, "s", digits=3, at_most=UPLOAD_TARGET_S)
-        _gates(report, args, *results["gates"])
     if "answered" in results:
         _background(report, results["answered"], results["hung"])
     if "tokens" in results:
@@ -26,25 +22,8 @@ def report(args, results: dict) -> int:
     return report.done()
 
 
-def _gates(report: Report, args, quiet, busy, stats) -> None:
-    report.section(f"2. online scan-by-code (multi mode, 1 type), wrk -c{args.gates}, "
-                   f"{args.seconds:.0f} s")  # fmt: skip
-    report.table(
-        ["run", "scans/s", "p50 ms", "p99 ms", "max ms", "wrk core", "non-200"],
-        [[run.name, run.rate, run.p50_ms, run.p99_ms, run.max_ms, f"{run.wrk_core_share:.0%}",
-          run.unexpected({200}) or "-"] for run in (quiet, busy)],
-    )  # fmt: skip
-    ratio = busy.p99_ms / quiet.p99_ms if quiet.p99_ms else float("nan")
-    report.ratio("p99 with uploads / without", ratio, times=True, at_most=3)
-    report.figure("slowest online scan with uploads", busy.max_ms / 1000, "s", digits=2,
-                  at_most=1)  # fmt: skip
-    report.figure("uploads applied meanwhile", stats["uploads"], digits=0,
-                  note=f"{stats['scans']} scans, slowest {stats['slowest']:.2f} s, "
-                       f"{stats['refused']} refused by an upload cap (429)")  # fmt: skip
-
-
 def _background(report: Report, answered: dict, hung: dict) -> None:
-    report.section("3. organizer B: 20 endpoints that never answer, 200 pings queued; A's tickets")
+    report.section("2. organizer B: 20 endpoints that never answer, 200 pings queued; A's tickets")
     for name, result in (("SMTP answering", answered), ("SMTP never answering", hung)):
         hook = result["webhook"]
         report.figure(f"{name}: ticket.created first attempt p95", percentile(hook, 95), "s",
@@ -57,7 +36,7 @@ def _background(report: Report, answered: dict, hung: dict) -> None:
 
 
 def _tokens(report: Report, runs) -> None:
-    report.section("4. client-credentials token issuance vs an authenticated GET /organizers")
+    report.section("3. client-credentials token issuance vs an authenticated GET /organizers")
     report.table(
         ["run", "req/s", "p50 ms", "CPU ms/answer", "wrk core", "non-200"],
         [[run.name, run.rate, run.p50_ms, f"{_cpu_ms(run):.2f}", f"{run.wrk_core_share:.0%}",

@@ -95,11 +95,11 @@ done = function(summary, latency, requests)
     table.insert(parts, string.format('"%s": %d', status, count))
   end
   io.write(string.format(
-    'RESULT {"requests": %d, "seconds": %f, "p50_ms": %f, "p99_ms": %f, "max_ms": %f, '
+    'RESULT {"requests": %d, "seconds": %f, "p50_ms": %f, "p99_ms": %f, '
     .. '"socket_errors": %d, "exhausted": %d, "sql": %d, "redis": %d, "counted": %d, '
     .. '"statuses": {%s}}\n',
     summary.requests, summary.duration / 1e6, latency:percentile(50) / 1e3,
-    latency:percentile(99) / 1e3, latency.max / 1e3,
+    latency:percentile(99) / 1e3,
     summary.errors.connect + summary.errors.read + summary.errors.write
       + summary.errors.timeout,
     total.exhausted, total.sql, total.redis, total.counted, table.concat(parts, ", ")))
@@ -128,7 +128,6 @@ class WrkRun:
     seconds: float
     p50_ms: float
     p99_ms: float
-    max_ms: float
     statuses: dict[str, int]
     socket_errors: int
     exhausted: int
@@ -147,10 +146,6 @@ class WrkRun:
     def wrk_core_share(self) -> float:
         """wrk's CPU as a share of one core over its run."""
         return self.wrk_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
-
-    @property
-    def server_core_share(self) -> float:
-        return self.server_cpu_seconds / self.wall_seconds if self.wall_seconds else 0.0
 
     @property
     def machine_share(self) -> float:
@@ -244,7 +239,6 @@ def run(
         seconds=result["seconds"],
         p50_ms=result["p50_ms"],
         p99_ms=result["p99_ms"],
-        max_ms=result["max_ms"],
         statuses=result["statuses"],
         socket_errors=result["socket_errors"],
         exhausted=result["exhausted"],

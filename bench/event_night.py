@@ -1,7 +1,6 @@
 """Event night (issue 43): the whole night's work on one machine, and what keeps up with it.
 
-    python bench/event_night.py                      # or: make bench-night (about 3 minutes)
-    python bench/event_night.py --spread-rounds 3    # only: kept connections over the workers
+    python bench/event_night.py    # or: make bench-night (about 3 minutes)
 
 On PostgreSQL (`DATABASE_URL`), Redis (`REDIS_URL`) and wrk, the deploy's defaults
 (`bench/_harness.py`: 2 gthread workers, the shared accept socket, the Procfile's task workers),
@@ -17,9 +16,8 @@ targets: the fastest step with p99 ≤ 100 ms and every scan admitted; connectio
 event's `created_at`) to first attempt at the receiver; retry lateness (a retry's start minus
 its previous attempt's `next_retry_at`); from the load's stop until the webhook queue is empty
 (no event undispatched, no delivery unattempted or over 5 s past due), and until all is
-delivered (a retry comes 15 s after its 500). `--spread-rounds N`: gate-only runs of wrk -c8 on
-the shared accept socket and with `GUNICORN_REUSE_PORT=1`, alternately, each on a fresh server;
-`--reuse-port`: the night with them.
+delivered (a retry comes 15 s after its 500). `--reuse-port`: the night with
+`GUNICORN_REUSE_PORT=1` (a listening socket per worker).
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench import _wrk  # noqa: E402
-from bench._data import mint, reopen, settle  # noqa: E402
+from bench._data import mint, settle  # noqa: E402
 from bench._harness import Stack  # noqa: E402
 from bench._http import Receiver, call  # noqa: E402
 from bench._report import Report, median, percentile  # noqa: E402
@@ -58,7 +56,6 @@ def parse_args():
     add("--batch", type=int, default=50, help="Scans per offline upload.")
     add("--every", type=float, default=5.0, help="Seconds between uploads.")
     add("--fail-one-in", type=int, default=10, help="First attempts answered 500.")
-    add("--spread-rounds", type=int, default=0, help="Only kept connections, N rounds.")
     add("--reuse-port", action="store_true", help="The night with GUNICORN_REUSE_PORT=1.")
     add("--keep-db", action="store_true", help="Do not drop the bench database.")
     return parser.parse_args()
@@ -93,8 +90,6 @@ def main() -> int:
         scan = _wrk.Load(f"{event.event_path}/tickets/checkin", method="POST",
                          body=body.replace("%s}", json.dumps(types) + "}"),
                          tokens=event.gate_tokens[:4])  # fmt: skip
-        if args.spread_rounds:
-            return spread(args, stack, event, scan, gate_codes)
         for queue in ("email", "webhooks", "default"):
             stack.worker(queue)
         server = stack.server(name="night", GUNICORN_REUSE_PORT="1" if args.reuse_port else "0")
@@ -119,7 +114,7 @@ def main() -> int:
 class Connections(threading.Thread):
     """wrk's kept connections per worker, counted (`ss`) once `delay` s into a run."""
 
-    def __init__(self, port: int, delay: float = 2.0):
+    def __init__(self, port: int, delay: float):
         super().__init__()
         self.port, self.delay, self.counts = port, delay, Counter()
         self.start()
@@ -300,34 +295,6 @@ def report(args, night: dict) -> int:
                   at_most=15, note=f"{len(late)} retries")  # fmt: skip
     report.figure("load stop to every delivery delivered", 999 if done is None else done, "s",
                   note="a retry comes 15 s after its 500")  # fmt: skip
-    return report.done()
-
-
-def spread(args, stack, event, scan, codes) -> int:
-    """Gate throughput and wrk's 8 kept connections per worker, the shared accept socket vs
-    SO_REUSEPORT, alternately, each run on a fresh server."""
-    rows = []
-    for round_ in range(args.spread_rounds):
-        for mode, extra in (("shared", {}), ("reuse_port", {"GUNICORN_REUSE_PORT": "1"})):
-            reopen(event.event_id)
-            server = stack.server(name=f"spread-{mode}", **extra)
-            for token in event.gate_tokens:
-                call("GET", server.port, "/api/public/organizers", token=token)
-            counted = Connections(server.port)
-            load = _wrk.Load(**{**scan.__dict__, "items": codes})
-            run = _wrk.run(mode, server.port, load, seconds=args.seconds, connections=8,
-                           server_pids=server.worker_pids)  # fmt: skip
-            server.stop()
-            rows.append([f"{round_ + 1} {mode}", run.rate, run.p50_ms, run.p99_ms, counted.spread(),
-                         unadmitted(run), f"{run.server_core_share:.0%}"])  # fmt: skip
-            print(f"  {rows[-1]}", flush=True)
-    report = Report(f"kept connections over 2 gthread workers: wrk -c8, {args.seconds} s, gates")
-    report.table(["run", "scans/s", "p50 ms", "p99 ms", "conns/worker", "non-2xx", "workers"],
-                 rows)  # fmt: skip
-    for mode in ("shared", "reuse_port"):
-        rates = [row[1] for row in rows if row[0].endswith(mode)]
-        report.figure(f"{mode}: median scans/s", median(rates), "scans/s",
-                      note=f"{min(rates):.0f}-{max(rates):.0f}")  # fmt: skip
     return report.done()
 
 

@@ -89,7 +89,6 @@ class FaultLoad:
         self.data, self.ports = data, ports
         self.queues = [deque(data.ticket_ids[i::clients]) for i in range(clients)]
         self.replies: list[tuple[str, int | None, Reply]] = []  # (kind, ticket id, reply)
-        self.health: list[Reply] = []
         self.lock = threading.Lock()
         self.stop = threading.Event()
         self.progress = 0

@@ -8,15 +8,12 @@ event and one with two check-in types, gunicorn (`deploy/gunicorn.conf.py`, 2 wo
 task worker per queue (`email`, `webhooks`, `default`), as the Procfile runs them; after the
 seed, only the public HTTP API. Printed, with the issue's targets:
 1. 500-scan batch uploads (CONTRACT §11): fresh, all already used, all unknown, fresh with 2
-   check-in types (≤ 1.5 s each);
-2. online scan-by-code (wrk, `--gates` connections, one type) alone, then while 4 scanners
-   upload 500-scan batches back to back (p99 ≤ 3× alone; no scan waits over 1 s); a scanner
-   refused by an upload cap (429) tries again after its `Retry-After` (at most 1 s);
-3. organizer B's 20 endpoints that never answer, 200 pings queued; then A creates
+   check-in types (≤ 1.5 s each); online scans under uploads: `bench/event_night.py`;
+2. organizer B's 20 endpoints that never answer, 200 pings queued; then A creates
    `--creations` tickets, a few a second: creation to the first `ticket.created` attempt at A's
    receiver (p95 ≤ 5 s) and to the holder's email (≤ 5 s); again with an SMTP server that never
    answers: A's webhooks stay on time, only email waits;
-4. client-credentials token issuance vs `GET /organizers`, wrk, alternately, `--token-rounds`
+3. client-credentials token issuance vs `GET /organizers`, wrk, alternately, `--token-rounds`
    times, task workers stopped (median ratio ≥ 50%; also by the servers' CPU per answer).
 """
 
@@ -24,11 +21,8 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import secrets
 import sys
-import threading
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -48,35 +42,26 @@ SCANS = 500
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seconds", type=float, default=8, help="Per gate and token run.")
-    parser.add_argument("--gates", type=int, default=4, help="wrk connections at the gates.")
+    parser.add_argument("--seconds", type=float, default=8, help="Per token run.")
     parser.add_argument("--creations", type=int, default=20, help="A's tickets per phase.")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers.")
+    parser.add_argument("--only-tokens", action="store_true", help="Part 3 alone (token issuance).")
     parser.add_argument(
-        "--worker-class", default="", help="gunicorn worker class (default: deploy's)."
-    )
-    parser.add_argument("--threads", type=int, default=0, help="gunicorn threads per worker.")
-    parser.add_argument(
-        "--only-uploads", action="store_true", help="Parts 1 and 2 alone (uploads and gates)."
-    )
-    parser.add_argument("--only-tokens", action="store_true", help="Part 4 alone (token issuance).")
-    parser.add_argument(
-        "--token-rounds", type=int, default=5, help="Alternated pairs of token runs (part 4)."
+        "--token-rounds", type=int, default=5, help="Alternated pairs of token runs (part 3)."
     )
     parser.add_argument("--keep-db", action="store_true")
     return parser.parse_args()
 
 
-def seed_all(args):
+def seed_all():
     """Events, tokens with the roles each part needs, and a client with a known secret."""
     from events.models import CheckInType, TicketType
     from oauth_setup.models import Application
     from organizers.models import Membership
     from tickets.models import Ticket
 
-    gate_tickets = int(args.seconds * 400) * 2
     simple = seed(tickets=2 * SCANS, gates=2, label="iso")
-    multi = seed(tickets=SCANS + gate_tickets + 8 * SCANS, gates=4, label="iso-multi")
+    multi = seed(tickets=SCANS, gates=2, label="iso-multi")
     types = [
         CheckInType.objects.create(event_id=multi.event_id, name=name, position=n).pk
         for n, name in enumerate(("Entrance", "VIP Lounge"))
@@ -107,7 +92,6 @@ def seed_all(args):
             .values_list("reference_code", flat=True)
         )
 
-    multi_codes = codes(multi)
     settle()
     return dict(
         simple=simple,
@@ -118,9 +102,7 @@ def seed_all(args):
         type_a=type_a,
         basic=base64.b64encode(f"{client.client_id}:{secret}".encode()).decode(),
         simple_codes=codes(simple),
-        multi_fresh=multi_codes[:SCANS],
-        gate_codes=multi_codes[SCANS : SCANS + gate_tickets],
-        upload_codes=multi_codes[SCANS + gate_tickets :],
+        multi_fresh=codes(multi),
     )
 
 
@@ -165,71 +147,8 @@ def uploads(port: int, s: dict) -> dict[str, float]:
     return times
 
 
-def gates_with_uploads(port: int, s: dict, seconds: float, connections: int, pids):
-    """Part 2: wrk's gates alone, then while 4 scanners upload back to back."""
-    multi = s["multi"]
-    body = '{"reference_code": "%s", "check_in_type_ids": ' + json.dumps(s["types"][:1]) + "}"
-    codes = s["gate_codes"]
-    half = len(codes) // 2
-
-    def gates(name, items):
-        load = _wrk.Load(
-            f"{multi.event_path}/tickets/checkin",
-            method="POST",
-            body=body,
-            items=items,
-            tokens=multi.gate_tokens[:2],
-        )
-        return _wrk.run(
-            name, port, load, seconds=seconds, connections=connections, server_pids=pids
-        )
-
-    quiet = gates("gates, no uploads", codes[:half])
-    stop = threading.Event()
-    stats = {"uploads": 0, "refused": 0, "scans": 0, "slowest": 0.0}
-    lock = threading.Lock()
-    pool = s["upload_codes"]
-
-    def scanner(n: int):
-        token = multi.gate_tokens[2 + n % 2]
-        k = 0
-        while not stop.is_set():
-            start = (n * 4 + k) * SCANS % len(pool)
-            codes = (pool + pool)[start : start + SCANS]
-            body = batch(f"up{n}-{k}-{secrets.token_hex(2)}", codes, check_in_type_ids=s["types"])
-            reply = call(
-                "POST",
-                port,
-                f"{multi.event_path}/checkins",
-                token=token,
-                json_body=body,
-                timeout=120,
-            )
-            with lock:
-                if reply.status == 429:
-                    stats["refused"] += 1
-                elif reply.status == 200:
-                    stats["uploads"] += 1
-                    stats["scans"] += SCANS
-                    stats["slowest"] = max(stats["slowest"], reply.elapsed)
-            if reply.status == 429:
-                retry = float(reply.headers.get("Retry-After", "1") or 1)
-                stop.wait(min(retry, 1.0))
-            k += 1
-
-    threads = [threading.Thread(target=scanner, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    time.sleep(1)  # the scanners' first uploads under way before the gates are timed
-    busy = gates("gates, 4 scanners uploading", codes[half:])
-    stop.set()
-    for thread in threads:
-        thread.join(timeout=150)
-    return quiet, busy, stats
-
-
 def tokens_vs_organizers(port: int, s: dict, seconds: float, pids, rounds: int) -> list:
-    """Part 4: client-credentials issuance and GET /organizers, alternately, `rounds` times
+    """Part 3: client-credentials issuance and GET /organizers, alternately, `rounds` times
     each."""
     body = "grant_type=client_credentials&scope=public"
     issue = _wrk.Load(
@@ -265,14 +184,10 @@ def main() -> int:
         EMAIL_PORT=str(answering.port),
         EMAIL_USE_TLS="false",
     )
-    if args.worker_class:
-        settings["GUNICORN_WORKER_CLASS"] = args.worker_class
-    if args.threads:
-        settings["GUNICORN_THREADS"] = str(args.threads)
     results = {}
     try:
         with Stack("isolation_bench", keep_db=args.keep_db, **settings) as stack:
-            s = seed_all(args)
+            s = seed_all()
             server = stack.server(workers=args.workers)
             for queue in ("email", "webhooks", "default"):
                 stack.worker(queue)
@@ -292,9 +207,6 @@ def run_parts(args, stack, server, s, smtp, results) -> None:
     port, pids = server.port, server.worker_pids
     if not args.only_tokens:
         results["uploads"] = uploads(port, s)
-        results["gates"] = gates_with_uploads(port, s, args.seconds, args.gates, pids)
-        if args.only_uploads:
-            return
         receiver, mail = Receiver(key=created_ticket), MailWatch(answering)
         api("POST", port, f"/organizers/{s['simple'].organizer_id}/webhooks", s["admins"]["a"],
             {"url": receiver.url, "event_types": ["ticket.created"]})  # fmt: skip
@@ -305,7 +217,7 @@ def run_parts(args, stack, server, s, smtp, results) -> None:
         stack.worker("email", EMAIL_PORT=str(hung_smtp.port))
         pings(port, s, endpoint_ids)
         results["hung"] = creations(port, s, args.creations, "hung", receiver, mail, False)
-    # Part 4 is the cost of an issuance, not part 3 again: the workers still retrying B's hung
+    # Part 3 is the cost of an issuance, not part 2 again: the workers still retrying B's hung
     # endpoints would take the cores (and the commits) it measures.
     for queue in list(stack.workers):
         stack.stop_worker(queue)

@@ -42,8 +42,9 @@ bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 # better on the gate's reads and worse on `GET /info`. Rule: one worker per core, at least 2.
 # Each runs 4 threads (issue 28): a request that holds its thread for a second (a 500-scan batch
 # upload) no longer holds a whole process, so online scans keep being answered beside it.
-# `bench/isolation.py`, 4 scanners uploading back to back: sync, 3 scans/s at p99 2.3 s; gthread
-# with the per-server upload cap (BATCH_UPLOADS_PER_SERVER), 150-200 scans/s at p99 0.13 s.
+# `bench/isolation.py` then, 4 scanners uploading back to back: sync, 3 scans/s at p99 2.3 s;
+# gthread with the per-server upload cap (BATCH_UPLOADS_PER_SERVER), 150-200 scans/s at p99
+# 0.13 s.
 # Up to `workers × threads` database connections per server (8 at 2 × 4).
 workers = int(os.environ.get("WEB_CONCURRENCY", max(2, multiprocessing.cpu_count())))
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
@@ -72,9 +73,9 @@ if worker_class == "gthread" or threads > 1:
 # opens a few connections at once and keeps them (a load generator, a proxy's pool) may find
 # them all on one worker while the other idles (`bench/gate.py` saw `GET /info` at 980 and at
 # 2,550 req/s in neighbouring runs, the workers at 1.1 and 1.8 cores). On, each worker has its
-# own socket and the kernel hashes each connection to one: `bench/event_night.py
-# --spread-rounds` found it no better spread nor faster (deploy/README.md, Restarts and
-# deploys), and connections waiting in a stopping worker's queue are reset: off by default.
+# own socket and the kernel hashes each connection to one: measured with
+# `GUNICORN_REUSE_PORT=1`, no better spread nor faster (deploy/README.md, "Kept connections over
+# the workers"), and connections waiting in a stopping worker's queue are reset: off by default.
 reuse_port = os.environ.get("GUNICORN_REUSE_PORT") == "1"
 
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
@@ -141,9 +142,9 @@ def post_worker_init(worker):
 
     A thread that waited for the database waits again for the interpreter each time it comes
     back, up to the switch interval while another thread computes. Beside a batch upload's
-    thread, an online scan comes back several times: `bench/isolation.py`'s gates, p99 with 4
-    scanners uploading over p99 without, in 6 alternated runs: 1.8-3.4x (median 2.1x) at 1 ms,
-    2.2-6.1x (median 3.3x) at Python's 5 ms."""
+    thread, an online scan comes back several times: the gates `bench/isolation.py` then ran, p99
+    with 4 scanners uploading over p99 without, in 6 alternated runs: 1.8-3.4x (median 2.1x) at
+    1 ms, 2.2-6.1x (median 3.3x) at Python's 5 ms."""
     from django.urls import get_resolver
 
     sys.setswitchinterval(switch_interval)
