@@ -82,6 +82,7 @@ class Receiver:
 
     def __init__(self, key=None, fail=lambda key, attempt: False, clock=time.monotonic):
         self.first, self.attempts, lock, receiver = {}, Counter(), threading.Lock(), self
+        self.expected = 0  # the attempts its user's changes should bring, counted by that user
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
@@ -108,3 +109,7 @@ class Receiver:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def received(self) -> int:
+        return sum(self.attempts.values())

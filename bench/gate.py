@@ -1,7 +1,7 @@
 """The gate's workloads on a production-like server, driven by wrk, as ratios, in one run.
 
     python bench/gate.py --rounds 3         # or: make bench-gate
-    python bench/gate.py --seconds 10 --workers 2 --extra
+    python bench/gate.py --seconds 10 --workers 2
     python bench/gate.py --only scan,signed,scan_id --rounds 5   # the three scans, alternately
 
 On PostgreSQL (`DATABASE_URL`), Redis (`REDIS_URL`) and wrk: two events (`bench/_data.py`,
@@ -13,8 +13,7 @@ untimed second, on the deploy's gthread workers or `--worker-class sync` (a conn
 request). Workloads (`--only`'s keys): `info` (`GET /info`, the baseline), `organizers`, `list`
 (a random page of 50), `scan` (scan-by-code, a ticket not admitted yet), `signed` (by its signed
 code, CONTRACT §14), `scan_id` (with a distinct `scan_id`, CONTRACT §7), `by_id` (check-in by
-id), `multi1`/`multi2` (1 and 2 check-in types), `used`/`unknown` (refusals, 422 and 404);
-`--extra`: find by code (event, global) and `q=`.
+id), `multi1`/`multi2` (1 and 2 check-in types), `used`/`unknown` (refusals, 422 and 404).
 
 The machine's speed drifts by tens of percent within minutes, so every workload's run follows a
 `GET /info` run of its own: its ratio to `/info` is to that neighbour, its ratio to the printed
@@ -79,9 +78,7 @@ def parse_args():
     parser.add_argument("--per-second", type=int, default=900, help="Tickets per timed second.")
     parser.add_argument("--shared-socket", dest="reuse_port", action="store_false",
                         help="The workers share one listening socket, as deployed.")  # fmt: skip
-    parser.add_argument("--extra", action="store_true", help="Also find by code and q=.")
     parser.add_argument("--only", default="", help="Workload keys, comma-separated (+ info).")
-    parser.add_argument("--json", type=Path, help="Also write the rounds' figures here.")
     parser.add_argument("--keep-db", action="store_true", help="Do not drop the bench database.")
     return parser.parse_args()
 
@@ -120,12 +117,11 @@ def seed_events(n: int):
     return simple, multi, types, pools
 
 
-def workloads(simple, multi, types, pools, *, extra: bool) -> list[Workload]:
+def workloads(simple, multi, types, pools) -> list[Workload]:
     event, scan = simple.event_path, simple.event_path + "/tickets/checkin"
     code = '{"reference_code": "%s"}'
     with_id = '{"reference_code": "%s", "scan_id": "s-%s"}'  # the code makes the id distinct
     unknown = [f"NOSUCH{n:06d}" for n in range(5000)]
-    codes = pools["scan"] + pools["used"]
     pages = list(range(1, max(1, len(simple.ticket_ids) // 50) + 1))
     found = [  # key, name, path, body, random items, expected status, data
         ("info", INFO, "/api/public/info", "", None, 200, None),
@@ -142,16 +138,6 @@ def workloads(simple, multi, types, pools, *, extra: bool) -> list[Workload]:
         ("used", "refusal: already used", scan, code, pools["used"], 422, simple),
         ("unknown", "refusal: unknown code", scan, code, unknown, 404, simple),
     ]  # fmt: skip
-    if extra:
-        found += [
-            ("find_event", "find by code, event", f"{event}/tickets/search?reference_code=%s",
-             "", codes, 200, simple),
-            ("find_global", "find by code, global",
-             f"/api/public/tickets/search?event_id={simple.event_id}&reference_code=%s", "",
-             codes, 200, simple),
-            ("q", "q= on event tickets", f"{event}/tickets?q=%s", "",
-             list(range(len(simple.ticket_ids))), 200, simple),
-        ]  # fmt: skip
     plan = []
     for key, name, path, body, items, expected, data in found:
         load = _wrk.Load(path, method="POST" if body else "GET", body=body, items=items or [],
@@ -217,7 +203,7 @@ def main() -> int:
         per_run = int(args.per_second * args.seconds)
         warm = max(200, per_run // 5)
         simple, multi, types, pools = seed_events(warm + per_run)
-        plan = workloads(simple, multi, types, pools, extra=args.extra)
+        plan = workloads(simple, multi, types, pools)
         if args.only:
             keys = {"info", *args.only.split(",")}
             plan = [workload for workload in plan if workload.key in keys]
@@ -226,8 +212,6 @@ def main() -> int:
         print(f"gunicorn on 127.0.0.1:{server.port}, {workers} workers, wrk -t{args.threads} "
               f"-c{args.connections}", flush=True)  # fmt: skip
         rounds, beside = run_rounds(args, server, plan, pools, (simple, multi), warm)
-    if args.json:
-        args.json.write_text(json.dumps({k: [r.__dict__ for r in v] for k, v in rounds.items()}))
     return report(args, plan, rounds, beside, workers)
 
 

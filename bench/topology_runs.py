@@ -9,9 +9,9 @@ import secrets
 import threading
 import time
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from bench._http import Receiver
 from bench._report import Report, median
 from bench._wrk import cpu_seconds as process_cpu_seconds
 from bench.topology import (
@@ -51,7 +51,7 @@ def main() -> int:
             topology.up()
             check(topology, report)
             return report.done()
-        results, receiver, data = defaultdict(list), Receiver.start(), None
+        results, receiver, data = defaultdict(list), Receiver(), None
         for run in range(args.runs):
             for pooler in ("pgbouncer", "none"):  # alternated: the machine's drift hits both
                 topology = Topology(**settings, TOPOLOGY_POOLER=pooler,
@@ -204,33 +204,11 @@ def replica_pids(topology: Topology) -> list[int]:
     return topology.replica_sql(sql)[0] or []
 
 
-class Receiver(BaseHTTPRequestHandler):
-    """The webhook endpoint's receiver, on 127.0.0.1: counts the deliveries, answers 204."""
-
-    received = expected = 0
-    url, lock = "", threading.Lock()
-    log_message = staticmethod(lambda *args: None)  # quiet
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self.send_response(204)
-        self.end_headers()
-        with self.lock:
-            Receiver.received += 1
-
-    @classmethod
-    def start(cls) -> type[Receiver]:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), cls)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        cls.url = f"http://127.0.0.1:{server.server_port}/hook"
-        return cls
-
-    @classmethod
-    def settle(cls) -> None:
-        """Until the workers have delivered every event of the changes made so far and have no
-        task left (the creations' ticket emails): their work is counted where it was caused."""
-        wait_for(lambda: cls.received >= cls.expected, timeout=300)
-        wait_for(lambda: not sql_one(f"{PRIMARY}/{DATABASE}", TASKS_LEFT)[0], timeout=300)
+def settle(receiver: Receiver) -> None:
+    """Until the workers have delivered every event of the changes made so far and have no task
+    left (the creations' ticket emails): their work is counted where it was caused."""
+    wait_for(lambda: receiver.received >= receiver.expected, timeout=300)
+    wait_for(lambda: not sql_one(f"{PRIMARY}/{DATABASE}", TASKS_LEFT)[0], timeout=300)
 
 
 TASKS_LEFT = (
@@ -293,7 +271,7 @@ def costs(topology: Topology, data, tickets, count: int, kinds, receiver):
         "list": lambda: ("GET", f"{path}/tickets", reader, None),
         "create": lambda: ("POST", f"{path}/tickets", data.gate_tokens[1], create),
     }
-    receiver.settle()
+    settle(receiver)
     idle = idle_rates(groups)
     out = {}
     for kind in kinds:
@@ -304,7 +282,7 @@ def costs(topology: Topology, data, tickets, count: int, kinds, receiver):
             status = call(topology.balancer, method, url, caller, body)[0]
             written += method == "POST" and status in (200, 201)
         receiver.expected += written
-        receiver.settle()
+        settle(receiver)
         seconds, out[kind] = time.monotonic() - started, {}
         for name, pids in groups.items():
             after = cpu_seconds(pids())
@@ -327,14 +305,14 @@ def measure(topology, data, tickets, args, run: int, pooler: str, receiver, resu
     call(topology.hosts[0], "GET", f"{data.event_path}/check_in_stats", data.gate_tokens[0])
     hosts = {"1 host": topology.hosts[:1], "2 hosts": topology.hosts}
     for label in sorted(hosts, reverse=run % 2 == 1) if pooler == "pgbouncer" else ["2 hosts"]:
-        receiver.settle()
+        settle(receiver)
         rate, ok, bad = scans_per_second(hosts[label], data, tickets, args.clients, args.seconds)
         receiver.expected += ok
         results[pooler, "scans/s", label].append(rate)
         results[pooler, "scans/s", "non-200"].append(bad)
     if pooler == "none":
         return
-    receiver.settle()
+    settle(receiver)
     topology.wait_replayed()
     with_replica, routes = primary_cpu_for_pages(topology, data, args.pages)
     topology.pg_ctl("-m", "fast", "-w", "stop")
