@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 from datetime import datetime
 from typing import Unpack
 
@@ -213,13 +214,13 @@ def _admit(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
-        names = [column[0] for column in cursor.description]
+        names = _head_names.get(sql) or _head_names.setdefault(sql, _head_of(cursor))
     if row is None:
         return NotFound("Event not found.")
-    head = {name: value for name, value in zip(names, row, strict=False) if name in HEAD}
+    head = dict(zip(names, row, strict=False))  # the row's first columns
     if head.get("gate_scan_taken"):
         return ScanTaken()
-    ticket_row = row[len(head) :]
+    ticket_row = row[len(names) :]
     if ticket_row[0] is None:  # the ticket's id: no ticket by this key in the event
         return NotFound("Ticket not found.")
     ticket = ticket_from_output_row(ticket_row, using=connection.alias)
@@ -243,6 +244,16 @@ def admitted_ticket(*, at: datetime, **kwargs) -> Ticket | None:
 # is in simple mode; typed, the `TYPED` columns.
 REFUSAL = ("gate_event_title", "gate_event_status", "gate_order_status", "gate_simple_mode")
 HEAD = frozenset(("gate_decided", "gate_scan_taken", *REFUSAL, *TYPED))
+
+# The head's column names of each statement's text, read from its first answer: psycopg makes a
+# description's columns anew, each with its type's information, whenever it is asked (40-odd
+# columns: about a tenth of a scan's time in the server). The head's columns are named by the
+# text itself, so its names hold for as long as the text.
+_head_names: dict[str, tuple[str, ...]] = {}
+
+
+def _head_of(cursor) -> tuple[str, ...]:
+    return tuple(itertools.takewhile(HEAD.__contains__, (c[0] for c in cursor.description)))
 
 
 def _refused(match: str, *, decided: str, typed: bool, scan: bool = False) -> str:
