@@ -113,9 +113,9 @@ def reload_offline(page, attempts=3):
     """Opens the page again with no network: the service worker answers it.
 
     Chromium hands a navigation to the network itself, as if there were no worker, when it
-    cannot dispatch it to the worker (its last resort when the worker fails to start in time,
-    seen once in CI on a loaded machine); offline, that shows the browser's own error page. A new
-    load meets the worker again, so a worker that does not answer fails every attempt."""
+    cannot dispatch it to the worker (its last resort, as for a worker that does not start in
+    time on a loaded machine); offline, that shows the browser's own error page. A new load meets
+    the worker again, so a worker that never answers fails every attempt."""
     from playwright.sync_api import Error
 
     for _ in range(attempts):
