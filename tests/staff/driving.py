@@ -109,10 +109,21 @@ def scan_offline(page, code):
     return answer(page)
 
 
-def reload_offline(page, attempts=3):
-    """Opens the page again with no network: the service worker answers it.
+def reload_offline(page):
+    """Opens the page again with no network: the service worker answers it."""
+    _load_offline(page, page.reload)
+    return page
 
-    Chromium hands a navigation to the network itself, as if there were no worker, when it
+
+def open_offline(context, url):
+    """Opens `url` with no network in a new tab of `context`: the service worker answers it."""
+    page = context.new_page()
+    _load_offline(page, lambda: page.goto(url))
+    return page
+
+
+def _load_offline(page, load, attempts=3):
+    """Chromium hands a navigation to the network itself, as if there were no worker, when it
     cannot dispatch it to the worker (its last resort, as for a worker that does not start in
     time on a loaded machine); offline, that shows the browser's own error page. A new load meets
     the worker again, so a worker that never answers fails every attempt."""
@@ -120,7 +131,7 @@ def reload_offline(page, attempts=3):
 
     for _ in range(attempts):
         try:
-            page.reload()
+            load()
         except Error as error:
             if "ERR_INTERNET_DISCONNECTED" not in error.message:
                 raise
