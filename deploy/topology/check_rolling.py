@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -115,9 +116,10 @@ def kill(gates: Gates, stack: Path, event_id: int) -> int:
     master = int((stack / "app-11.pid").read_text())
     at = time.monotonic()
     os.killpg(master, signal.SIGKILL)  # the master leads its workers' process group
-    # Until the kernel has torn the processes down, their listening socket still accepts.
+    # Until the kernel has torn down every thread of the processes, their listening socket
+    # still accepts: the host is gone when a connection to it is refused.
     deadline = time.monotonic() + WAIT
-    while _group_alive(master) and time.monotonic() < deadline:
+    while _accepts(("127.0.0.11", PORTS["APP_PORT"])) and time.monotonic() < deadline:
         time.sleep(0.001)
     dead = time.monotonic()
     in_flight = gates.in_flight(at, dead)
@@ -183,16 +185,16 @@ def seed(values: dict, tickets: int, gates: int):
     return data.event_id, path, data.gate_tokens, data.ticket_ids
 
 
-def _group_alive(group: int) -> bool:
-    """Whether a process of `group` has not exited yet (a zombie has: its sockets are closed)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == group:
-            return True
-    return False
+def _accepts(address: tuple[str, int]) -> bool:
+    """Whether something still listens at `address` (a thread group leader shows as a zombie
+    while its other threads, which share its sockets, are still exiting)."""
+    try:
+        socket.create_connection(address, timeout=1).close()
+    except ConnectionRefusedError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _answered(gates: Gates, count: int) -> None:
