@@ -4,6 +4,7 @@ or a refresh of the counts happens only when a test lets time run; answers, and 
 online and offline events, are handled without a timer."""
 
 import re
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 WAIT_MS = 20_000
@@ -152,6 +153,15 @@ def outside(work):
     """Runs database work from a plain thread: Playwright's sync API runs an event loop here."""
     with ThreadPoolExecutor(1) as pool:
         return pool.submit(work).result()
+
+
+def until(condition, what, seconds=WAIT_MS / 1000):
+    """Until `condition`, database work run by `outside`, is true; fails naming `what`."""
+    deadline = time.monotonic() + seconds
+    while not outside(condition):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {seconds:.0f} s waiting for {what}")
+        time.sleep(0.05)
 
 
 def kind(shown):

@@ -25,6 +25,7 @@ from tests.staff.driving import (
     open_offline,
     outside,
     scan_offline,
+    until,
 )
 from tests.staff.test_checkin_page import _config
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
@@ -251,6 +252,48 @@ def test_handover_signing_out_online_uploads_the_queue_first(site, event, alice)
             stored = page.evaluate(EVERYTHING_STORED)
             assert f"checkin-page-{alice.pk}" not in stored
             assert stored.get("checkin-page-sealed", {}).get("scans", []) == []
+        finally:
+            browser.close()
+
+
+def test_handover_a_sign_out_made_offline_ends_the_sign_in_once_online_and_the_page_stays(
+    site, event, alice
+):
+    from django.conf import settings
+    from django.contrib.sessions.models import Session
+    from playwright.sync_api import expect, sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 390, "height": 844})
+            page = context.new_page()
+            _sign_in(page, site, alice, event)
+            key = next(
+                c["value"] for c in context.cookies() if c["name"] == settings.SESSION_COOKIE_NAME
+            )
+
+            def signed_in():
+                return Session.objects.filter(session_key=key).exists()
+
+            go_offline(context, page)
+            page.click("form.signout button[type=submit]")
+            page.wait_for_function(
+                "() => document.documentElement.dataset.signedIn === 'no'", timeout=WAIT_MS
+            )
+            navigations = []
+            page.on("framenavigated", lambda frame: navigations.append(frame.url))
+            assert outside(signed_in)
+
+            # The network returns: the sign-in ends on the server, and the page, not navigated
+            # away, still says that nobody is signed in here.
+            context.set_offline(False)
+            until(lambda: not signed_in(), "the sign-in to end on the server")
+            assert navigations == []
+            assert page.url == f"{site}/checkin/"
+            expect(page.locator("#result .result-title")).to_have_text(
+                "Signed out on this device: sign in to scan."
+            )
         finally:
             browser.close()
 

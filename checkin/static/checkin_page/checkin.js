@@ -1078,14 +1078,27 @@
     });
   }
 
-  // Ends the sign-in on the server: with no network, as soon as the network returns.
+  // Ends the sign-in on the server: online, by the form (on to the sign-in page); with no
+  // network, as soon as it returns.
   function endSession() {
     if (!signOutForm) return;
     if (navigator.onLine === false) {
-      window.addEventListener("online", function () { signOutForm.submit(); }, { once: true });
+      window.addEventListener("online", endSessionInBackground, { once: true });
       return;
     }
     signOutForm.submit();
+  }
+
+  // A request, not a navigation: the page keeps its notice, where a navigation on a network
+  // that drops again at once would leave the browser's own error page. Failed, it is sent
+  // again at the network's next return (and the next page opened online ends the sign-in).
+  function endSessionInBackground() {
+    fetch(signOutForm.action, {
+      method: "POST", body: new FormData(signOutForm), credentials: "same-origin",
+      redirect: "manual",
+    }).catch(function () {
+      window.addEventListener("online", endSessionInBackground, { once: true });
+    });
   }
 
   function signOut(e) {
