@@ -44,11 +44,7 @@ def open_paused(browser, site, event, check_in_type=None, gate="North door", **o
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{site}/checkin/")
-    page.fill("#id_username", "gate")
-    page.fill("#id_password", "gate-pass-123")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{site}/checkin/")
+    sign_in(page, site)
     if gate is not None:
         page.fill("#gate", gate)  # asked once on a device; None leaves it unnamed
     page.select_option("#event", str(event.pk))
@@ -57,6 +53,17 @@ def open_paused(browser, site, event, check_in_type=None, gate="North door", **o
     fresh(page)
     page.clock.pause_at(page.evaluate("Date.now()") / 1000 + 1)
     return context, page, errors
+
+
+def sign_in(page, site, username="gate"):
+    """Opens the check-in page, which sends a browser nobody signed in on to the sign-in page,
+    and signs `username` in there (each test member's password is `<username>-pass-123`)."""
+    page.goto(f"{site}/checkin/")
+    page.wait_for_url(re.compile(r"/oauth/login/?\?next=/checkin/"))
+    page.fill("#id_username", username)
+    page.fill("#id_password", f"{username}-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{site}/checkin/")
 
 
 def fresh(page):

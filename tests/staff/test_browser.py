@@ -18,6 +18,7 @@ from tests.factories import (
     UserFactory,
 )
 from tests.staff.camera import qr_video
+from tests.staff.driving import sign_in
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 from tickets.models import Ticket
 
@@ -72,12 +73,7 @@ def test_staff_scans_a_ticket_with_the_camera_and_undoes_it(site, organizer, tmp
             page = context.new_page()
             errors = []
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.goto(f"{site}/checkin/")
-            page.wait_for_url(re.compile(r"/oauth/login/?\?next=/checkin/"))
-            page.fill("#id_username", "gate")
-            page.fill("#id_password", "gate-pass-123")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{site}/checkin/")
+            sign_in(page, site)
             page.fill("#gate", "North door")
 
             page.select_option("#event", str(event.pk))
@@ -173,11 +169,7 @@ def test_staff_picks_the_check_in_type_of_a_multi_event(site, organizer, tmp_pat
         browser = p.chromium.launch(executable_path=CHROMIUM, args=args)
         try:
             page = browser.new_page(viewport=PHONE)
-            page.goto(f"{site}/checkin/")
-            page.fill("#id_username", "gate")
-            page.fill("#id_password", "gate-pass-123")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{site}/checkin/")
+            sign_in(page, site)
             page.fill("#gate", "North door")
             expect(page.locator("#type-row")).to_be_hidden()
 

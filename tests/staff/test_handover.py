@@ -25,6 +25,7 @@ from tests.staff.driving import (
     open_offline,
     outside,
     scan_offline,
+    sign_in,
     until,
 )
 from tests.staff.test_checkin_page import _config
@@ -114,12 +115,7 @@ def event(organizer):
 
 
 def _sign_in(page, site, user, event):
-    page.goto(f"{site}/checkin/")
-    page.wait_for_url(re.compile(r"/oauth/login"))
-    page.fill("#id_username", user.username)
-    page.fill("#id_password", f"{user.username}-pass-123")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{site}/checkin/")
+    sign_in(page, site, user.username)
     page.fill("#gate", "North door")
     page.select_option("#event", str(event.pk))
     fresh(page)

@@ -11,6 +11,7 @@ from PIL import Image
 
 from checkin.page_views import OFFLINE_ASSETS
 from tests.factories import EventFactory, MembershipFactory, UserFactory
+from tests.staff.driving import sign_in
 from tests.support import CHROMIUM, CHROMIUM_ARGS, live_site
 
 MANIFEST = "/checkin/manifest.webmanifest"
@@ -80,11 +81,7 @@ def test_chromium_reads_the_manifest_and_the_page_asks_for_storage_and_the_scree
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             try:
                 page = browser.new_page()
-                page.goto(f"{site}/checkin/")
-                page.fill("#id_username", "gate")
-                page.fill("#id_password", "gate-pass-123")
-                page.click("button[type=submit]")
-                page.wait_for_url(f"{site}/checkin/")
+                sign_in(page, site)
                 page.wait_for_function("document.documentElement.dataset.storage !== undefined")
                 page.wait_for_function("document.documentElement.dataset.wakeLock !== undefined")
                 asked = page.evaluate(

@@ -24,7 +24,7 @@ from tests.factories import (
     TicketTypeFactory,
     UserFactory,
 )
-from tests.staff.driving import reload_offline
+from tests.staff.driving import reload_offline, sign_in
 from tests.support import CHROMIUM, CHROMIUM_ARGS, TokenClient, live_site
 from tickets.models import Ticket
 
@@ -66,11 +66,7 @@ def staff(organizer):
 def _open_signed_in(browser, site):
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
-    page.goto(f"{site}/checkin/")
-    page.fill("#id_username", "gate")
-    page.fill("#id_password", "gate-pass-123")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{site}/checkin/")
+    sign_in(page, site)
     page.fill("#gate", "North door")
     page.evaluate("navigator.serviceWorker.ready.then(() => true)")
     return context, page
@@ -285,11 +281,7 @@ def test_offline_worker_and_assets_all_come_from_this_service(site, organizer, s
                 "console",
                 lambda m: "Content Security Policy" in m.text and violations.append(m.text),
             )
-            page.goto(f"{site}/checkin/")
-            page.fill("#id_username", "gate")
-            page.fill("#id_password", "gate-pass-123")
-            page.click("button[type=submit]")
-            page.wait_for_url(f"{site}/checkin/")
+            sign_in(page, site)
             registration = page.evaluate(
                 """navigator.serviceWorker.ready.then(r => ({
                     script: r.active.scriptURL, scope: r.scope}))"""
