@@ -6,26 +6,19 @@ cd "$(dirname "$0")/../.."
 dir="${PATRONI_DIR:-/tmp/ticketing-patroni}"
 [ -d "$dir" ] || exit 0
 
-stop_pid() {
-    kill -TERM "$1" 2>/dev/null || return 0
-    for _ in $(seq 1 300); do
-        kill -0 "$1" 2>/dev/null || return 0
-        sleep 0.1
-    done
-    kill -KILL "$1" 2>/dev/null || true
-}
+. deploy/topology/stopping.sh
 
-[ -f "$dir/haproxy.pid" ] && stop_pid "$(cat "$dir/haproxy.pid")"
+[ -f "$dir/haproxy.pid" ] && stop_pid "$(cat "$dir/haproxy.pid")" 30
 # Patroni stops its PostgreSQL on SIGTERM: the nodes at once, then etcd (the first pid).
 if [ -f "$dir/pids" ]; then
     nodes="$(sed 1d "$dir/pids")"
-    for pid in $nodes; do stop_pid "$pid" & done
+    for pid in $nodes; do stop_pid "$pid" 30 & done
     wait
-    stop_pid "$(sed -n 1p "$dir/pids")"
+    stop_pid "$(sed -n 1p "$dir/pids")" 30
 fi
 # A PostgreSQL whose Patroni was killed keeps running: stop it by its own pid file.
 for pidfile in "$dir"/node*/data/postmaster.pid; do
-    [ -f "$pidfile" ] && stop_pid "$(head -n 1 "$pidfile")"
+    [ -f "$pidfile" ] && stop_pid "$(head -n 1 "$pidfile")" 30
 done
 rm -rf "$dir"
 echo "patroni: down"
