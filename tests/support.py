@@ -2,10 +2,12 @@
 the live site for browser tests."""
 
 import secrets
+import threading
 from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
+from django.core.servers.basehttp import ThreadedWSGIServer
 from django.utils import timezone
 from oauth2_provider.models import AccessToken
 from pytest_django.live_server_helper import LiveServer
@@ -47,13 +49,32 @@ class TokenClient(APIClient):
         self.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
 
 
+class _OneRequestAtATime(ThreadedWSGIServer):
+    """Django's threaded test server, running one request at a time through the site. With an
+    in-memory SQLite database every request thread is handed the test's one connection, and a
+    page's requests at once (an upload and a counts refresh) would share its transaction state;
+    PostgreSQL gives each thread a connection of its own and keeps the threaded server."""
+
+    def set_app(self, application):
+        one = threading.Lock()
+
+        def one_at_a_time(environ, start_response):
+            with one:
+                return application(environ, start_response)
+
+        super().set_app(one_at_a_time)
+
+
 def live_site(ports: range) -> Iterator[str]:
     """The whole site on 127.0.0.1 at the first free port of `ports` (each browser suite has
     its own range, so suites run side by side); yields its URL, for a fixture to yield."""
     last_error = None
     for port in ports:
+        server = LiveServer(f"127.0.0.1:{port}", start=False)
+        if server.thread.connections_override:
+            server.thread.server_class = _OneRequestAtATime
         try:
-            server = LiveServer(f"127.0.0.1:{port}")
+            server.start()
         except OSError as exc:
             last_error = exc
             continue
