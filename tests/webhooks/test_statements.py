@@ -129,10 +129,18 @@ def _waiter(organizer_id: int, cap: int, seconds: float, served: list, release: 
         connection.close()
 
 
+# Advisory locks of this test's database only: a test running beside it on another database of
+# the server (another worker's webhooks) takes advisory locks too.
+_THIS_DATABASE = "database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+
+
 def _waiting_for_the_turnstile() -> int:
     """Connections waiting for an advisory lock (here: in the line's turnstile)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            f" AND {_THIS_DATABASE}"
+        )
         return cursor.fetchone()[0]
 
 
@@ -182,7 +190,7 @@ def _locks_of_others() -> int:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-            " AND pid <> pg_backend_pid()"
+            f" AND pid <> pg_backend_pid() AND {_THIS_DATABASE}"
         )
         return cursor.fetchone()[0]
 
