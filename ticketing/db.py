@@ -148,8 +148,9 @@ def insert_sql(
 ) -> str:
     """A clause of a WITH, `{name} AS (INSERT ... SELECT ... FROM {source})`, that inserts a row
     of `model` for each row of `source`: each column the parameter `%({name}_{column})s`
-    (`insert_params`), unless `values` gives an SQL expression for it over `source`."""
-    fields = insert_fields(model)
+    (`insert_params`), unless `values` gives an SQL expression for it over `source`, or None:
+    the column's default (a shorter text)."""
+    fields = [f for f in insert_fields(model) if values.get(f.column, "") is not None]
     connection = connections[DEFAULT_DB_ALIAS]
     columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
     selected = ", ".join(values.get(f.column, f"%({name}_{f.column})s") for f in fields)

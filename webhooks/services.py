@@ -5,9 +5,8 @@ An event is recorded by the service that makes the change, inside its transactio
 rollback sends nothing and a commit is never lost, and a change costs one insert whatever the
 number of endpoints. Workers (`manage.py run_worker`) then fan the event out to the endpoints
 subscribed to it. A change that is one SQL statement (the gate's admission) writes that row from
-the statement itself (`statements.event_insert_sql`, values `statements.event_insert_params`),
-with the rows it changed; the dispatch renders the event's data from them by its type
-(`renderers`).
+the statement itself (`statements.event_insert_sql`), with the rows it changed; the dispatch
+renders the event's data from them by its type (`renderers`).
 """
 
 from collections.abc import Callable, Iterable

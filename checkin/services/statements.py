@@ -50,6 +50,7 @@ from django.utils import timezone
 from events.models import Event, TicketType
 from events.selectors import event_get_for_organizer
 from ticketing.api.exceptions import ApplicationError, NotFound
+from ticketing.api.fields import datetime_representation
 from ticketing.db import is_transient, select_list
 from ticketing.twins import replaces
 from tickets.models import Order, Ticket
@@ -61,7 +62,7 @@ from tickets.selectors import (
     ticket_output_columns,
 )
 from tickets.services.common import Actor
-from tickets.services.publishing import ticket_checked_in_params, ticket_checked_in_sql
+from tickets.services.publishing import ticket_checked_in_sql
 from tickets.signed_codes import TicketKey
 
 from ..gate_types import GateInputs, GateResult
@@ -205,7 +206,7 @@ def _admit(
         "type_ids": type_ids,
     }
     if publish:
-        params |= ticket_checked_in_params(organizer_id=organizer_id, event_id=event_id, at=now)
+        params["now_text"] = datetime_representation(now)  # the webhook event's time
     connection = transaction.get_connection()
     typed = bool(type_ids)
     sql = admit_sql(

@@ -9,9 +9,10 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from tests.factories import TicketFactory, WebhookEndpointFactory
+from ticketing.api.fields import datetime_representation
 from ticketing.twins import fetch_dicts
 from tickets.services.publishing import ticket_row_render
-from tickets.statements.issue import ticket_event_params, ticket_event_sql
+from tickets.statements.issue import ticket_event_sql
 from webhooks import renderers
 from webhooks.models import WebhookEvent
 from webhooks.outbox import webhook_events_complete
@@ -39,15 +40,13 @@ def test_a_second_renderer_for_a_type_is_a_mistake(monkeypatch):
 
 
 def _record_by_statement(ticket, type: str) -> WebhookEvent:
-    organizer_id = ticket.event.organizer_id
-    params = ticket_event_params(
-        organizer_id=organizer_id, event_id=ticket.event_id, type=type, at=timezone.now()
-    )
+    now = timezone.now()
+    params = {"organizer_id": ticket.event.organizer_id, "event_id": ticket.event_id, "now": now}
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH changed AS (SELECT * FROM {ticket._meta.db_table} WHERE id = %(ticket)s), "
-            f"{ticket_event_sql(ticket='changed')} SELECT 1",
-            {**params, "ticket": ticket.pk},
+            f"{ticket_event_sql(ticket='changed', type=type)} SELECT 1",
+            {**params, "now_text": datetime_representation(now), "ticket": ticket.pk},
         )
     return WebhookEvent.objects.get(type=type)
 

@@ -4,6 +4,7 @@ saves, column for column; an organizer's slots (its lanes) are shared by every c
 the in-process count is by the threads of one worker, and those waiting for one are served in
 the order they came."""
 
+import re
 import threading
 import time
 
@@ -12,8 +13,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from tests.factories import EventFactory, OrganizerFactory, TicketFactory
+from ticketing.api.fields import datetime_representation
 from tickets.models import Ticket
-from tickets.services.publishing import ticket_checked_in_params, ticket_checked_in_sql
+from tickets.services.publishing import ticket_checked_in_sql
 from webhooks.models import WebhookEvent
 from webhooks.services import webhook_endpoint_create, webhook_event_record
 from webhooks.statements import organizer_slots
@@ -33,12 +35,12 @@ def test_the_statements_event_row_is_the_row_the_orm_saves():
         organizer_id=ticket.event.organizer_id, url="http://127.0.0.1:9/in", event_types=["*"]
     )
     organizer_id, event_id, at = ticket.event.organizer_id, ticket.event_id, timezone.now()
-    params = ticket_checked_in_params(organizer_id=organizer_id, event_id=event_id, at=at)
+    params = {"organizer_id": organizer_id, "event_id": event_id, "now": at}
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH admitted AS (SELECT * FROM {Ticket._meta.db_table} WHERE id = %(ticket)s), "
             f"{ticket_checked_in_sql(admitted='admitted')} SELECT 1",
-            {**params, "ticket": ticket.pk},
+            {**params, "now_text": datetime_representation(at), "ticket": ticket.pk},
         )
     by_statement = WebhookEvent.objects.get()
     with transaction.atomic():  # the ORM path, with the statement's data and rows
@@ -55,6 +57,32 @@ def test_the_statements_event_row_is_the_row_the_orm_saves():
     assert rows[0] == rows[1]
     assert by_statement.source["ticket"]["id"] == ticket.pk
     assert by_statement.dispatched_at is None  # in the outbox
+    assert re.fullmatch(r"evt_[0-9a-f]{32}", by_statement.pk)  # the ORM's form of id
+    assert by_statement.payload["id"] == by_statement.pk
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("private_urls_allowed")
+def test_a_statement_that_changes_several_tickets_records_an_event_of_its_own_for_each():
+    event = EventFactory()
+    tickets = TicketFactory.create_batch(3, event=event)
+    webhook_endpoint_create(
+        organizer_id=event.organizer_id, url="http://127.0.0.1:9/in", event_types=["*"]
+    )
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH admitted AS (SELECT * FROM {Ticket._meta.db_table}"
+            f" WHERE event_id = %(event_id)s), {ticket_checked_in_sql(admitted='admitted')}"
+            " SELECT 1",
+            {"organizer_id": event.organizer_id, "event_id": event.pk, "now": now}
+            | {"now_text": datetime_representation(now)},
+        )
+
+    events = list(WebhookEvent.objects.all())
+    assert sorted(e.source["ticket"]["id"] for e in events) == sorted(t.pk for t in tickets)
+    assert len({e.pk for e in events}) == 3
+    assert all(e.payload["id"] == e.pk for e in events)
 
 
 def _hold(organizer_id: int, want: int, cap: int, taken: list, release: threading.Event):

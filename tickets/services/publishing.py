@@ -22,12 +22,11 @@ from events.models import TicketType
 from webhooks.models import WebhookEvent
 from webhooks.selectors import webhook_wants
 from webhooks.services import webhook_event_record, webhook_events_record
-from webhooks.statements import event_insert_params
 
 from ..models import Order, Ticket
 from ..selectors import orders_for_output, tickets_for_output, with_form_answers_of
 from ..serializers import OrderSerializer, TicketSerializer
-from ..statements.issue import TICKET_EVENT, ticket_event_sql
+from ..statements.issue import ticket_event_sql
 
 Type = WebhookEvent.Type
 
@@ -81,20 +80,7 @@ def order_cancelled_record(*, organizer_id: int, order: Order, revoked: Iterable
 def ticket_checked_in_sql(*, admitted: str) -> str:
     """The clause of the gate's admission that records `ticket.checked_in` for the ticket its
     `admitted` query yields (`statements.issue.ticket_event_sql`)."""
-    return ticket_event_sql(ticket=admitted)
-
-
-def ticket_checked_in_params(*, organizer_id: int, event_id: int, at: datetime) -> dict:
-    """The values of `ticket_checked_in_sql` for one admission, made `at`: those of
-    `statements.issue.ticket_event_params`, asked of webhooks' `event_insert_params` here, as
-    every admission asks them."""
-    return event_insert_params(
-        name=TICKET_EVENT,
-        organizer_id=organizer_id,
-        event_id=event_id,
-        type=Type.TICKET_CHECKED_IN,
-        at=at,
-    )
+    return ticket_event_sql(ticket=admitted, type=Type.TICKET_CHECKED_IN)
 
 
 def ticket_row_render(events: list[WebhookEvent]) -> dict[str, dict]:
