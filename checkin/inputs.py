@@ -12,7 +12,7 @@ from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 from ticketing.api.fields import IdListField, Int32Field, StrictCharField
-from tickets.inputs import SEARCH_KEYS, TicketKeyInput
+from tickets.keys import SEARCH_KEYS, TicketKeyInput
 
 USED_AT_MAX_AHEAD = timedelta(minutes=5)
 # Offline scanners sync late, so the past is allowed; but a time before this is a scanner whose

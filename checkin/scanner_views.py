@@ -12,8 +12,7 @@ from organizers.permissions import CheckInResource
 from ticketing.api.exceptions import InvalidParameters
 from ticketing.api.throttling import charge_request, upload_slots
 from tickets.base_views import actor_of
-from tickets.inputs import SEARCH_KEYS
-from tickets.signed_codes import TicketKey
+from tickets.keys import SEARCH_KEYS, TicketKey
 
 from .inputs import CheckInBatchInputSerializer, SyncParams
 from .selectors_scanner import FeedPosition, event_tickets_sync, sync_cursor_load

@@ -12,8 +12,7 @@ from rest_framework.views import APIView
 from organizers.permissions import CheckInResource, OrganizerResource
 from ticketing.api.exceptions import ApplicationError, NotFound
 from tickets.base_views import actor_of, error_response, validated_for_event
-from tickets.inputs import SEARCH_KEYS
-from tickets.signed_codes import TicketKey
+from tickets.keys import SEARCH_KEYS, TicketKey
 
 from .exceptions import CheckInTypeRequired, DuplicateNfcUid, TicketNotUsed
 from .gate_types import GateResult

@@ -6,15 +6,13 @@ from these classes, with the patterns below stated where a field's rule cannot b
 """
 
 from rest_framework import serializers
-from rest_framework.exceptions import ValidationError
 
 from ticketing.api.fields import INT32_MAX, Int32Field, StrictCharField
-from ticketing.api.schema_rules import SPACE, at_least_one_of, exactly_one_of
+from ticketing.api.schema_rules import SPACE, at_least_one_of
 
 from .codes import REFERENCE_CODE_MAX_LENGTH, REFERENCE_CODE_MIN_LENGTH, reference_code_validate
 from .names import NAME_REFUSED_CHARACTERS, person_name_validate
 from .phones import phone_to_e164
-from .signed_codes import SIGNED_CODE_MAX_LENGTH, is_signed_code
 
 # Phones the document promises: Thai mobile numbers, national (`0812345678`) or E.164
 # (`+66812345678`). Any number valid for libphonenumber is accepted, but only a pattern that
@@ -29,7 +27,6 @@ NAME_PATTERN = (
     rf"^[^{NAME_REFUSED_CHARACTERS}]*[^{SPACE}{NAME_REFUSED_CHARACTERS}]"
     rf"[^{NAME_REFUSED_CHARACTERS}]*$"
 )
-SEARCH_KEYS = ("reference_code", "nfc_uid", "ticket_id")
 
 
 class TicketCreateInputSerializer(serializers.Serializer):
@@ -119,53 +116,6 @@ class TicketInvalidateInputSerializer(serializers.Serializer):
             message = "Send ticket_id or reference_code."
             raise serializers.ValidationError({"ticket_id": [message], "reference_code": [message]})
         return attrs
-
-
-# What a printed reference code field took before signed codes (a code is 6-32 characters).
-PRINTED_CODE_MAX_LENGTH = 64
-
-
-class TicketKeyInput(serializers.Serializer):
-    """The three ways to name a ticket of the event; exactly one must be sent (CONTRACT §6, §7).
-    A reference code may be the whole signed code of the QR code (§14), resolved by `TicketKey`:
-    hence its length."""
-
-    reference_code = StrictCharField(
-        required=False,
-        max_length=SIGNED_CODE_MAX_LENGTH,
-        help_text="As printed, or the QR code's whole signed code (`T1.…`). Case and "
-        "surrounding spaces of a printed code are ignored; a signed code that does not verify "
-        "for this event is an unknown code.",
-    )
-    nfc_uid = StrictCharField(required=False, max_length=64)
-    ticket_id = Int32Field(required=False, min_value=1, max_value=INT32_MAX)
-
-    def validate_reference_code(self, value: str) -> str:
-        """Only a signed code may be longer than a printed one may ever be."""
-        if len(value) > PRINTED_CODE_MAX_LENGTH and not is_signed_code(value.strip()):
-            message = f"Ensure this field has no more than {PRINTED_CODE_MAX_LENGTH} characters."
-            raise serializers.ValidationError(message)
-        return value
-
-    def to_internal_value(self, data):
-        # Here rather than in `validate`: which keys were sent is read from `data`, so that one
-        # instance can validate many inputs (`run_validation`, as a batch's scans are).
-        attrs = super().to_internal_value(data)
-        sent = [key for key in SEARCH_KEYS if key in data]
-        if len(sent) != 1:
-            named = sent or list(SEARCH_KEYS)
-            message = "Send exactly one of reference_code, nfc_uid or ticket_id."
-            raise ValidationError({key: [message] for key in named})
-        if attrs.get(sent[0]) is None:  # `ticket_id=` parses as "not given"
-            raise ValidationError({sent[0]: ["This field may not be blank."]})
-        return attrs
-
-
-class TicketKeyParams(TicketKeyInput):
-    """The ticket to find, by exactly one key."""
-
-    # Three query parameters in the document, each saying this rule in words.
-    openapi_rules = exactly_one_of(*SEARCH_KEYS)
 
 
 class TicketSearchParams(serializers.Serializer):

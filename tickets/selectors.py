@@ -20,8 +20,8 @@ from ticketing.api.fields import INT32_MAX
 from ticketing.db import from_row
 
 from .codes import reference_code_normalize
+from .keys import TicketKey
 from .models import Order, OrderFormAnswer, Ticket, TicketFormAnswer
-from .signed_codes import TicketKey
 from .statements import reads
 
 # The gate's admission builds its statement from these (and reads it with

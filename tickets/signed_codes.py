@@ -4,9 +4,6 @@
 event, ticket, ticket type, reference code, key id); `signature` the base64url of the Ed25519
 signature of the ASCII text `T1.<payload>` by the event's key `k`. A scanner offline admits a
 ticket it has never synced when the signature verifies with a key of the sync feed.
-
-`TicketKey` is how a gate or a search names a ticket (CONTRACT §6, §7, §14): by id, by the
-reference code as printed, by NFC tag, or by a signed code, resolved here once.
 """
 
 from __future__ import annotations
@@ -22,7 +19,6 @@ from cryptography.exceptions import InvalidSignature
 from events.signing_keys import b64url, signing_key_active, signing_key_public
 from ticketing.api.fields import INT32_MAX
 
-from .codes import reference_code_normalize
 from .models import Ticket
 
 SIGNED_CODE_PREFIX = "T1."
@@ -70,11 +66,6 @@ def ticket_qr_data(ticket: Ticket) -> str:
     return signed_code(ticket, organizer_id=event.organizer_id)
 
 
-def is_signed_code(text: str) -> bool:
-    """Whether a scanned text is meant as a signed code (its prefix), verified or not."""
-    return text.startswith(SIGNED_CODE_PREFIX)
-
-
 def signed_code_read(code: str, *, organizer_id: int, event_id: int) -> SignedTicket | None:
     """The ticket a signed code names, if it verifies with the event's key it names (not
     retired) and is for this organizer's event; None for anything else, however malformed."""
@@ -113,62 +104,3 @@ def _payload(text: str) -> dict | None:
     if not isinstance(data.get("c"), str) or not isinstance(data.get("k"), str):
         return None
     return data
-
-
-@dataclass(frozen=True)
-class TicketKey:
-    """A ticket of the event named by one of its unique keys: its id, its reference code (as
-    stored: normalised) or the NFC tag bound to it. Both paths find the ticket by the key itself,
-    so the row the lookup matched is the row admitted or locked (CONTRACT §7, scan by code).
-
-    A signed code (CONTRACT §14) is resolved here, once, for every endpoint that takes a scanned
-    code: verified, it names the ticket by id, which must still have the reference code it was
-    signed with (`reference_code`); unverified, it names no ticket, as an unknown code."""
-
-    column: str  # "id", "reference_code" or "nfc_uid": each a unique index within the event
-    value: int | str
-    reference_code: str | None = None  # a signed code's: the ticket's code must still be this
-
-    @classmethod
-    def id(cls, ticket_id: int) -> TicketKey:
-        return cls("id", ticket_id)
-
-    @classmethod
-    def of(
-        cls,
-        *,
-        organizer_id: int,
-        event_id: int,
-        ticket_id: int | None = None,
-        reference_code: str | None = None,
-        nfc_uid: str | None = None,
-    ) -> TicketKey:
-        """The key a gate sent for the organizer's event: exactly one of the three (the input
-        serializer holds that)."""
-        if reference_code is not None:
-            return cls.scanned(reference_code, organizer_id=organizer_id, event_id=event_id)
-        if nfc_uid is not None:
-            return cls("nfc_uid", nfc_uid)
-        return cls.id(ticket_id)
-
-    @classmethod
-    def scanned(cls, code: str, *, organizer_id: int, event_id: int) -> TicketKey:
-        """A code as printed or read from the QR code: a reference code, or a signed code."""
-        code = code.strip()
-        if not is_signed_code(code):
-            return cls("reference_code", reference_code_normalize(code))
-        signed = signed_code_read(code, organizer_id=organizer_id, event_id=event_id)
-        if signed is None:
-            return cls.id(0)  # ids start at 1: no ticket, so the answer an unknown code gets
-        return cls("id", signed.ticket_id, signed.reference_code)
-
-    @property
-    def filters(self) -> dict[str, int | str]:
-        if self.reference_code is not None:
-            return {self.column: self.value, "reference_code": self.reference_code}
-        return {self.column: self.value}
-
-    @property
-    def nfc_uid(self) -> str | None:
-        """The tag the gate read, when it named the ticket by one: the audit row records it."""
-        return self.value if self.column == "nfc_uid" else None

@@ -34,11 +34,8 @@ from .exceptions import (
     TicketRevoked,
 )
 from .filters import EventTicketFilter
-from .inputs import (
-    TicketCreateInputSerializer,
-    TicketInvalidateInputSerializer,
-    TicketKeyParams,
-)
+from .inputs import TicketCreateInputSerializer, TicketInvalidateInputSerializer
+from .keys import TicketKeyParams
 from .models import Ticket
 from .selectors import (
     event_ticket_count,

@@ -19,10 +19,10 @@ from events.models import CheckInType, Event
 from ticketing.api.error_body import error_body
 from ticketing.api.exceptions import ApplicationError, InvalidParameters, NotFound
 from tickets.exceptions import TicketAlreadyUsed
+from tickets.keys import TicketKey
 from tickets.models import Order, Ticket
 from tickets.services.common import Actor
 from tickets.services.publishing import Type, ticket_event_record
-from tickets.signed_codes import TicketKey
 from webhooks.selectors import webhook_types_wanted
 
 from ..exceptions import TicketNotUsed

@@ -21,11 +21,11 @@ from django.utils import timezone
 
 from events.models import Event
 from ticketing.db import atomic_retrying_once
+from tickets.keys import TicketKey
 from tickets.models import Ticket
 from tickets.selectors import ticket_for_output
 from tickets.services.common import Actor, ticket_lock, violates
 from tickets.services.publishing import Type, ticket_event_record
-from tickets.signed_codes import TicketKey
 
 from ..exceptions import DuplicateNfcUid
 from ..gate_types import GateInputs, GateResult

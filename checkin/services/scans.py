@@ -36,10 +36,10 @@ from ticketing.api.error_body import application_error_body, error_body, request
 from ticketing.api.exceptions import ApplicationError, NotFound, api_error_codes
 from ticketing.db import atomic_retrying_once
 from tickets.exceptions import ticket_body
+from tickets.keys import TicketKey
 from tickets.models import Order, Ticket
 from tickets.selectors import TICKET_IMAGE, ticket_for_output, ticket_from_image
 from tickets.services.common import Actor
-from tickets.signed_codes import TicketKey
 
 from ..gate_types import GateInputs, GateResult
 from ..models import CheckInLog, ScanRecord, TicketCheckIn

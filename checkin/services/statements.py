@@ -53,6 +53,7 @@ from ticketing.api.exceptions import ApplicationError, NotFound
 from ticketing.api.fields import datetime_representation
 from ticketing.db import is_transient, select_list
 from ticketing.twins import replaces
+from tickets.keys import TicketKey
 from tickets.models import Order, Ticket
 from tickets.selectors import (
     ticket_from_output_row,
@@ -63,7 +64,6 @@ from tickets.selectors import (
 )
 from tickets.services.common import Actor
 from tickets.services.publishing import ticket_checked_in_sql
-from tickets.signed_codes import TicketKey
 
 from ..gate_types import GateInputs, GateResult
 from ..models import CheckInLog, ScanRecord

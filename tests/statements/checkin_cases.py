@@ -17,10 +17,10 @@ from tests.factories import (
 )
 from ticketing.api.exceptions import ApplicationError
 from tickets.exceptions import ticket_body
+from tickets.keys import TicketKey
 from tickets.models import Order, Ticket, TicketFormAnswer
 from tickets.selectors import TICKET_IMAGE, ticket_from_image
 from tickets.services.common import Actor
-from tickets.signed_codes import TicketKey
 
 from .support import Case
 

@@ -27,6 +27,7 @@ from tests.support import TokenClient, mint_token
 from tests.task_support import run_due_tasks
 from tests.write_api.helpers import checkin_url
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
+from tickets.keys import TicketKey
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.serializers import TicketSerializer
 from tickets.services.common import Actor
@@ -36,7 +37,6 @@ from tickets.services.publishing import (
     ticket_event_record,
     ticket_row_render,
 )
-from tickets.signed_codes import TicketKey
 from webhooks import renderers
 from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.outbox import webhook_events_complete, webhook_outbox_relay

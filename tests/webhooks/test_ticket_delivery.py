@@ -22,10 +22,10 @@ from tests.factories import (
     UserFactory,
 )
 from tests.support import TokenClient, mint_token
+from tickets.keys import TicketKey
 from tickets.models import Ticket
 from tickets.services.common import Actor
 from tickets.services.issuing import ticket_create
-from tickets.signed_codes import TicketKey
 from webhooks.delivering import BATCH_POSTS
 from webhooks.models import WebhookDelivery
 

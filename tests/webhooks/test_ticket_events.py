@@ -10,13 +10,13 @@ from checkin.services.gate import ticket_check_in, ticket_renew
 from checkin.services.scans import ticket_check_in_at_gate
 from tests.factories import CheckInTypeFactory, OrderFactory, TicketFactory
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
+from tickets.keys import TicketKey
 from tickets.models import Order
 from tickets.selectors import orders_for_output, ticket_for_output
 from tickets.serializers import OrderSerializer, TicketSerializer
 from tickets.services.common import Actor
 from tickets.services.issuing import ticket_create
 from tickets.services.revoking import order_cancel, ticket_revoke
-from tickets.signed_codes import TicketKey
 from webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from webhooks.outbox import webhook_events_complete
 from webhooks.services import webhook_endpoint_create, webhook_endpoint_update

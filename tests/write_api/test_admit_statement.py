@@ -16,9 +16,9 @@ from tests.factories import (
     TicketFactory,
     TicketTypeFactory,
 )
+from tickets.keys import TicketKey
 from tickets.models import Ticket, TicketFormAnswer
 from tickets.services.common import Actor
-from tickets.signed_codes import TicketKey
 from webhooks.models import WebhookEvent
 from webhooks.outbox import webhook_events_complete
 from webhooks.services import webhook_endpoint_create

@@ -21,9 +21,9 @@ from events.models import Event
 from tests.factories import CheckInTypeFactory, EventFactory, TicketFactory, TicketTypeFactory
 from ticketing.api.exceptions import ApplicationError
 from tickets.exceptions import TicketAlreadyUsed, TicketRevoked
+from tickets.keys import TicketKey
 from tickets.models import Order, Ticket
 from tickets.services.common import Actor, ticket_lock
-from tickets.signed_codes import TicketKey
 
 from .helpers import db_state
 

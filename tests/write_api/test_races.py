@@ -18,10 +18,10 @@ from checkin.services import statements as admission
 from tests.factories import CheckInTypeFactory, TicketFactory, TicketTypeFactory
 from tests.scanner.concurrency import in_thread, wait_until_waiting_on_locks
 from tests.task_support import run_due_tasks
+from tickets.keys import TicketKey
 from tickets.models import Order, Ticket
 from tickets.services import revoking
 from tickets.services.common import Actor
-from tickets.signed_codes import TicketKey
 
 from .helpers import checkin_url, client_for, invalidate_url, tickets_url
 
