@@ -1,5 +1,6 @@
-"""The body of a webhook event (CONTRACT §13), the same whether the ORM records the event
-(`services`) or a change's own statement does (`statements`)."""
+"""The body of a webhook event (CONTRACT §13), as the ORM records it (`services`); a change's
+own statement builds the same body in SQL (`statements.event_insert_sql`), held to this one by
+tests/webhooks/test_statements.py."""
 
 from datetime import datetime
 

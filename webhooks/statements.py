@@ -47,8 +47,8 @@ def event_insert_sql(*, name: str, type: str, source: str, rows: str) -> str:
 
     The event's id (`models.new_event_id`'s form) and its body (`envelopes.event_envelope`, its
     data left to the renderer of its type, which reads `source`) are made by the statement: the
-    gate records an event with every admission, and building the row in Python cost a tenth of
-    a scan's time in the app."""
+    gate records an event with every admission, and building the row in Python cost a scan 155
+    of its 2,683 Python calls."""
     assert type in EVENT_TYPES, type
     endpoint = WebhookEndpoint._meta.db_table
     subscribed = (
